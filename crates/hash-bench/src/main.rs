@@ -1,0 +1,2 @@
+//! Placeholder: the benchmark helper binary is being written.
+fn main() {}

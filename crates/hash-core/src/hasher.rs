@@ -1,0 +1,191 @@
+//! Hash one file: open it safely, stream it through SHA-256 with a reused buffer.
+//!
+//! Every strategy ends up here, so this is where the safety rules live:
+//! - Open with `O_NONBLOCK`: if a FIFO has replaced a regular file between the
+//!   walk and the open, opening it for reading must not wait for a writer.
+//! - Check with `fstat` on the opened descriptor (not the path) that it is a
+//!   regular file; anything else is reported, never read.
+//! - Without `-L`, open walked entries with `O_NOFOLLOW`, so a file replaced by
+//!   a symbolic link is reported rather than silently followed.
+//! - Read into the caller's buffer, so memory is bounded by the number of
+//!   workers and no file is ever read whole.
+
+use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::error::ErrorKind;
+
+/// Size of each worker's read buffer. Large enough that syscall overhead is
+/// negligible next to hashing (~1.3 GB/s per core), small enough to stay in L2.
+pub const READ_BUF_SIZE: usize = 256 * 1024;
+
+/// Files at least this large get `POSIX_FADV_SEQUENTIAL` (a larger readahead
+/// window for cold data); for small files the extra syscall is not worth it.
+const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
+
+/// The SHA-256 of one file and the number of bytes that went into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileDigest {
+    /// The raw 32-byte digest.
+    pub digest: [u8; 32],
+    /// Bytes read (the file's size at the time it was read).
+    pub size: u64,
+}
+
+impl FileDigest {
+    /// The digest as 64 lowercase hex digits.
+    pub fn hex(&self) -> String {
+        hex(&self.digest)
+    }
+}
+
+/// Lowercase hex of some bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// A fresh read buffer of [`READ_BUF_SIZE`] bytes.
+pub fn new_buffer() -> Vec<u8> {
+    vec![0; READ_BUF_SIZE]
+}
+
+/// Open `path` for hashing: non-blocking, regular files only, following a
+/// final symbolic link only when `follow` is set.
+pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
+    let mut flags = libc::O_NONBLOCK;
+    if !follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        // O_NOFOLLOW reports a symbolic link as ELOOP; the walk saw a regular
+        // file here, so the honest reason is that the entry changed type.
+        Err(e) if !follow && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ErrorKind::NotRegular)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(ErrorKind::NotRegular);
+    }
+    if meta.len() >= SEQUENTIAL_HINT_MIN {
+        // SAFETY: the descriptor is open for the lifetime of `file`; fadvise
+        // only reads its arguments and a failure is harmless (it is a hint).
+        unsafe {
+            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+        }
+    }
+    Ok(file)
+}
+
+/// Stream everything `reader` yields through SHA-256, reusing `buf`.
+pub fn hash_reader(mut reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    loop {
+        match reader.read(buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(FileDigest {
+        digest: hasher.finalize().into(),
+        size,
+    })
+}
+
+/// Open and hash one file (see the module doc for the rules).
+pub fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
+    let file = open_regular(path, follow)?;
+    Ok(hash_reader(file, buf)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest_hex(data: &[u8]) -> String {
+        let mut buf = vec![0; 7]; // tiny buffer: exercises the chunk loop
+        hash_reader(data, &mut buf).unwrap().hex()
+    }
+
+    // FIPS 180-2 / NIST CSHA256 published test vectors.
+    #[test]
+    fn published_vectors() {
+        assert_eq!(
+            digest_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            digest_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            digest_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+        let million_a = vec![b'a'; 1_000_000];
+        let mut buf = new_buffer();
+        assert_eq!(
+            hash_reader(&million_a[..], &mut buf).unwrap().hex(),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+        );
+    }
+
+    #[test]
+    fn size_counts_every_byte() {
+        let data = vec![7u8; READ_BUF_SIZE * 2 + 3];
+        let mut buf = new_buffer();
+        assert_eq!(
+            hash_reader(&data[..], &mut buf).unwrap().size,
+            data.len() as u64
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let mut buf = new_buffer();
+        assert!(matches!(
+            hash_file(&fifo, true, &mut buf),
+            Err(ErrorKind::NotRegular)
+        ));
+    }
+
+    #[test]
+    fn a_symlink_is_refused_unless_following() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("target"), b"abc").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("target", &link).unwrap();
+        let mut buf = new_buffer();
+        assert!(matches!(
+            hash_file(&link, false, &mut buf),
+            Err(ErrorKind::NotRegular)
+        ));
+        assert_eq!(
+            hash_file(&link, true, &mut buf).unwrap().hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! hash-core: everything the four `hash-*` binaries share.
+//!
+//! The binaries differ only in *how* they spread the hashing of a planned list of
+//! files over the machine (one thread, a thread pool, worker processes, a tokio
+//! runtime). Everything around that — the command line, the walk, opening files
+//! safely, GNU-compatible output, error reporting, statistics and exit status — is
+//! written once here, so the four cannot drift apart and their outputs stay
+//! byte-identical. The layering, from the bottom:
+//!
+//! - [`hasher`]: open one file without blocking and stream it through SHA-256.
+//! - [`walk`]: turn the command-line paths into a sorted [`walk::Plan`] of files.
+//! - [`strategy`]: the four ways of running a plan; one signature for all.
+//! - [`output`]: the single writer that orders results and prints them.
+//! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
+
+pub mod app;
+pub mod cli;
+pub mod error;
+pub mod escape;
+pub mod hasher;
+pub mod output;
+pub mod strategy;
+pub mod walk;
+
+pub use error::{Error, ErrorKind};
+pub use hasher::{FileDigest, READ_BUF_SIZE};
+pub use strategy::{Job, Outcome, Strategy};

@@ -1,0 +1,602 @@
+//! A pool of worker processes, fed file paths over pipes.
+//!
+//! The parent re-executes its own binary as workers (`argv[1]` is
+//! [`WORKER_ARG`]). Each worker reads requests on stdin — a job id, a follow flag
+//! and the raw bytes of a path, length-prefixed so any name survives — and
+//! answers on stdout with the id and either the digest and size or the error.
+//!
+//! Scheduling is dynamic: each worker holds at most [`DEPTH`] files at a time
+//! (one hashing, one queued so it never waits for the parent), and gets the next
+//! file, largest first, as it answers. One reader thread per worker turns its
+//! answers into events on a channel; the calling thread alone owns the queue and
+//! the workers, so there is no shared mutable state.
+//!
+//! Failure handling, the point of using processes at all:
+//! - A worker that crashes or is killed closes its stdout. Its unfinished files
+//!   go back to the front of the queue, a replacement worker is started, and a
+//!   notice goes to stderr. A file that has now been lost [`MAX_ATTEMPTS`] times
+//!   is reported as an error instead (it is probably what kills workers), so a
+//!   poisonous file cannot loop forever, and the exit status says so.
+//! - Workers never outlive the parent: each asks the kernel for `SIGKILL` when
+//!   its parent dies (`PR_SET_PDEATHSIG`), and exits at end of input anyway.
+//!   Ctrl-C reaches the whole process group.
+
+use std::collections::VecDeque;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::ops::ControlFlow;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use super::{largest_first, Job, Outcome, Sink};
+use crate::error::ErrorKind;
+use crate::hasher::{hash_file, new_buffer, FileDigest};
+
+/// `argv[1]` that turns a `hash-procs` process into a worker.
+pub const WORKER_ARG: &str = "__hashrace_worker";
+
+/// Files handed to one worker at a time.
+const DEPTH: usize = 2;
+
+/// How many times a file may be lost with a dying worker before it is reported.
+const MAX_ATTEMPTS: u8 = 2;
+
+/// Test hooks (read by workers only; documented in the tests that use them):
+/// abort when asked to hash a path ending with this value...
+const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
+/// ...and sleep this many milliseconds before each file.
+const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
+
+/// Whether this process was started as a worker.
+pub fn is_worker() -> bool {
+    std::env::args_os().nth(1).as_deref() == Some(OsStr::new(WORKER_ARG))
+}
+
+// ---------------------------------------------------------------- protocol
+
+/// A request: hash this path.
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    id: u32,
+    follow: bool,
+    path: PathBuf,
+}
+
+fn write_request(w: &mut impl Write, id: u32, job: &Job) -> io::Result<()> {
+    let path = job.path.as_os_str().as_bytes();
+    let len = u32::try_from(path.len()).map_err(|_| io::Error::other("path too long"))?;
+    w.write_all(&id.to_le_bytes())?;
+    w.write_all(&[job.follow as u8])?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(path)
+}
+
+/// The next request, or `None` at a clean end of input.
+fn read_request(r: &mut impl Read) -> io::Result<Option<Request>> {
+    let mut head = [0u8; 9];
+    match r.read_exact(&mut head[..1]) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        other => other?,
+    }
+    r.read_exact(&mut head[1..])?;
+    let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
+    let follow = head[4] != 0;
+    let len = u32::from_le_bytes(head[5..9].try_into().unwrap()) as usize;
+    let mut path = vec![0; len];
+    r.read_exact(&mut path)?;
+    let path = PathBuf::from(OsStr::from_bytes(&path));
+    Ok(Some(Request { id, follow, path }))
+}
+
+const TAG_OK: u8 = 0;
+const TAG_ERRNO: u8 = 1;
+const TAG_NOT_REGULAR: u8 = 2;
+const TAG_MESSAGE: u8 = 3;
+
+fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> io::Result<()> {
+    w.write_all(&id.to_le_bytes())?;
+    match outcome {
+        Ok(d) => {
+            w.write_all(&[TAG_OK])?;
+            w.write_all(&d.digest)?;
+            w.write_all(&d.size.to_le_bytes())
+        }
+        Err(ErrorKind::Io(e)) if e.raw_os_error().is_some() => {
+            w.write_all(&[TAG_ERRNO])?;
+            w.write_all(&e.raw_os_error().unwrap_or(0).to_le_bytes())
+        }
+        Err(ErrorKind::NotRegular) => w.write_all(&[TAG_NOT_REGULAR]),
+        Err(other) => {
+            let msg = other.to_string();
+            w.write_all(&[TAG_MESSAGE])?;
+            w.write_all(&(msg.len() as u32).to_le_bytes())?;
+            w.write_all(msg.as_bytes())
+        }
+    }
+}
+
+/// The next response, or `None` at a clean end of input.
+fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head[..1]) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        other => other?,
+    }
+    r.read_exact(&mut head[1..])?;
+    let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
+    let outcome = match head[4] {
+        TAG_OK => {
+            let mut body = [0u8; 40];
+            r.read_exact(&mut body)?;
+            Ok(FileDigest {
+                digest: body[..32].try_into().unwrap(),
+                size: u64::from_le_bytes(body[32..].try_into().unwrap()),
+            })
+        }
+        TAG_ERRNO => {
+            let mut code = [0u8; 4];
+            r.read_exact(&mut code)?;
+            Err(ErrorKind::Io(io::Error::from_raw_os_error(
+                i32::from_le_bytes(code),
+            )))
+        }
+        TAG_NOT_REGULAR => Err(ErrorKind::NotRegular),
+        TAG_MESSAGE => {
+            let mut len = [0u8; 4];
+            r.read_exact(&mut len)?;
+            let mut msg = vec![0; u32::from_le_bytes(len) as usize];
+            r.read_exact(&mut msg)?;
+            Err(ErrorKind::Io(io::Error::other(
+                String::from_utf8_lossy(&msg).into_owned(),
+            )))
+        }
+        tag => return Err(io::Error::other(format!("bad response tag {tag}"))),
+    };
+    Ok(Some((id, outcome)))
+}
+
+// ------------------------------------------------------------------ worker
+
+/// The worker's main loop: answer requests until stdin closes.
+pub fn worker_main() -> ExitCode {
+    let abort_on = std::env::var_os(HOOK_ABORT);
+    let delay = std::env::var(HOOK_DELAY)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis);
+    // Own the descriptors directly: `BufReader::buffer` tells whether more
+    // requests are already queued, so answers are flushed in batches.
+    let (Ok(input), Ok(output)) = (
+        io::stdin().as_fd().try_clone_to_owned(),
+        io::stdout().as_fd().try_clone_to_owned(),
+    ) else {
+        return ExitCode::FAILURE;
+    };
+    let mut input = BufReader::new(File::from(input));
+    let mut output = BufWriter::new(File::from(output));
+    let mut buf = new_buffer();
+    loop {
+        let req = match read_request(&mut input) {
+            Ok(Some(req)) => req,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
+        };
+        if let Some(name) = &abort_on {
+            if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
+                std::process::abort();
+            }
+        }
+        if let Some(delay) = delay {
+            thread::sleep(delay);
+        }
+        let outcome = hash_file(&req.path, req.follow, &mut buf);
+        if write_response(&mut output, req.id, &outcome).is_err() {
+            return ExitCode::FAILURE;
+        }
+        if input.buffer().is_empty() && output.flush().is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+}
+
+// ------------------------------------------------------------------ parent
+
+enum Event {
+    Done {
+        worker: usize,
+        id: u32,
+        outcome: Outcome,
+    },
+    Gone {
+        worker: usize,
+    },
+}
+
+struct Worker {
+    child: Child,
+    /// `None` once we have told the worker there is no more work.
+    stdin: Option<BufWriter<ChildStdin>>,
+    /// Ids sent and not yet answered, oldest first.
+    in_flight: VecDeque<u32>,
+}
+
+struct Pool<'a, 's> {
+    tool: &'a str,
+    exe: PathBuf,
+    jobs: &'a [Job],
+    sink: &'a mut Sink<'s>,
+    queue: VecDeque<u32>,
+    attempts: Vec<u8>,
+    workers: Vec<Option<Worker>>,
+    spawns_left: usize,
+    remaining: usize,
+    events: mpsc::Sender<Event>,
+}
+
+pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+    if jobs.is_empty() {
+        return;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            let why = format!("cannot find own executable to start workers: {e}");
+            for i in 0..jobs.len() {
+                if sink(i, Err(ErrorKind::WorkerDied(why.clone()))).is_break() {
+                    return;
+                }
+            }
+            return;
+        }
+    };
+    assert!(jobs.len() <= u32::MAX as usize, "more than 2^32 files");
+    let (events, rx) = mpsc::channel();
+    let mut pool = Pool {
+        tool,
+        exe,
+        jobs,
+        sink,
+        queue: largest_first(jobs).into_iter().map(|i| i as u32).collect(),
+        attempts: vec![0; jobs.len()],
+        workers: Vec::new(),
+        // Enough to replace every worker a few times; a binary whose workers
+        // die on start-up must not respawn forever.
+        spawns_left: workers * 4 + 4,
+        remaining: jobs.len(),
+        events,
+    };
+    for _ in 0..workers {
+        pool.spawn();
+    }
+    pool.feed_all();
+    let flow = pool.event_loop(&rx);
+    pool.shutdown(flow.is_break());
+}
+
+impl Pool<'_, '_> {
+    fn event_loop(&mut self, rx: &mpsc::Receiver<Event>) -> ControlFlow<()> {
+        while self.remaining > 0 {
+            if self.live_workers() == 0 {
+                self.fail_queue("no worker process could be started")?;
+                break;
+            }
+            // Every live worker has a reader thread holding a sender, and a
+            // worker's reader always ends with `Gone`, so this cannot block forever.
+            let Ok(event) = rx.recv() else { break };
+            match event {
+                Event::Done {
+                    worker,
+                    id,
+                    outcome,
+                } => {
+                    if let Some(w) = self.workers[worker].as_mut() {
+                        if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
+                            w.in_flight.remove(pos);
+                        }
+                    }
+                    self.report(id, outcome)?;
+                    self.feed(worker);
+                }
+                Event::Gone { worker } => self.bury(worker)?,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn live_workers(&self) -> usize {
+        self.workers.iter().flatten().count()
+    }
+
+    fn report(&mut self, id: u32, outcome: Outcome) -> ControlFlow<()> {
+        self.remaining -= 1;
+        (self.sink)(id as usize, outcome)
+    }
+
+    fn spawn(&mut self) {
+        if self.spawns_left == 0 {
+            return;
+        }
+        self.spawns_left -= 1;
+        let parent = std::process::id();
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg(WORKER_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        // SAFETY: between fork and exec only async-signal-safe calls are made
+        // (prctl, getppid, _exit), and no memory is allocated or locked.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The parent may have died before the request took effect.
+                if libc::getppid() as u32 != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!("{}: cannot start a worker process: {e}", self.tool);
+                return;
+            }
+        };
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return;
+        };
+        let index = self.workers.len();
+        let events = self.events.clone();
+        thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            while let Ok(Some((id, outcome))) = read_response(&mut r) {
+                let done = Event::Done {
+                    worker: index,
+                    id,
+                    outcome,
+                };
+                if events.send(done).is_err() {
+                    return;
+                }
+            }
+            let _ = events.send(Event::Gone { worker: index });
+        });
+        self.workers.push(Some(Worker {
+            child,
+            stdin: Some(BufWriter::new(stdin)),
+            in_flight: VecDeque::new(),
+        }));
+    }
+
+    /// Top up one worker to `DEPTH` files; close its input when the queue is dry.
+    fn feed(&mut self, index: usize) {
+        let Some(w) = self.workers[index].as_mut() else {
+            return;
+        };
+        let Some(stdin) = w.stdin.as_mut() else {
+            return;
+        };
+        let mut sent = false;
+        while w.in_flight.len() < DEPTH {
+            let Some(id) = self.queue.pop_front() else {
+                break;
+            };
+            if write_request(stdin, id, &self.jobs[id as usize]).is_err() {
+                // The worker is dying; its reader will report it gone.
+                self.queue.push_front(id);
+                return;
+            }
+            w.in_flight.push_back(id);
+            sent = true;
+        }
+        if sent && stdin.flush().is_err() {
+            return;
+        }
+        if self.queue.is_empty() && w.in_flight.is_empty() {
+            w.stdin = None; // end of input: the worker exits
+        }
+    }
+
+    fn feed_all(&mut self) {
+        for i in 0..self.workers.len() {
+            self.feed(i);
+        }
+    }
+
+    /// A worker's output closed: collect it, requeue or fail what it held.
+    fn bury(&mut self, index: usize) -> ControlFlow<()> {
+        let Some(mut w) = self.workers[index].take() else {
+            return ControlFlow::Continue(());
+        };
+        drop(w.stdin.take());
+        let status = w.child.wait();
+        if w.in_flight.is_empty() && status.as_ref().is_ok_and(ExitStatus::success) {
+            return ControlFlow::Continue(()); // finished its share normally
+        }
+        let why = match &status {
+            Ok(s) => describe(*s),
+            Err(e) => format!("could not be waited for ({e})"),
+        };
+        let mut retried = 0;
+        for &id in w.in_flight.iter().rev() {
+            self.attempts[id as usize] += 1;
+            if self.attempts[id as usize] >= MAX_ATTEMPTS {
+                self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
+            } else {
+                self.queue.push_front(id);
+                retried += 1;
+            }
+        }
+        eprintln!(
+            "{}: worker process {} {}; {} file(s) retried on another worker",
+            self.tool,
+            w.child.id(),
+            why,
+            retried
+        );
+        if !self.queue.is_empty() {
+            self.spawn();
+            self.feed_all();
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn fail_queue(&mut self, why: &str) -> ControlFlow<()> {
+        while let Some(id) = self.queue.pop_front() {
+            self.report(id, Err(ErrorKind::WorkerDied(why.to_owned())))?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn shutdown(&mut self, abandon: bool) {
+        for w in self.workers.iter_mut().flatten() {
+            drop(w.stdin.take());
+            if abandon {
+                let _ = w.child.kill();
+            }
+            let _ = w.child.wait();
+        }
+    }
+}
+
+/// "was killed by signal 9 (SIGKILL)" / "exited with status 3".
+fn describe(status: ExitStatus) -> String {
+    if let Some(sig) = status.signal() {
+        let name = match sig {
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGABRT => " (SIGABRT)",
+            libc::SIGSEGV => " (SIGSEGV)",
+            libc::SIGTERM => " (SIGTERM)",
+            libc::SIGBUS => " (SIGBUS)",
+            _ => "",
+        };
+        format!("was killed by signal {sig}{name}")
+    } else {
+        match status.code() {
+            Some(code) => format!("exited with status {code} before finishing"),
+            None => "ended abnormally".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_with_raw_bytes() {
+        let path = PathBuf::from(OsStr::from_bytes(b"d/\xff\nname\\x"));
+        let job = Job {
+            path: path.clone(),
+            size: 3,
+            follow: true,
+        };
+        let mut wire = Vec::new();
+        write_request(&mut wire, 7, &job).unwrap();
+        write_request(
+            &mut wire,
+            8,
+            &Job {
+                follow: false,
+                ..job
+            },
+        )
+        .unwrap();
+        let mut r = &wire[..];
+        assert_eq!(
+            read_request(&mut r).unwrap(),
+            Some(Request {
+                id: 7,
+                follow: true,
+                path: path.clone()
+            })
+        );
+        assert_eq!(
+            read_request(&mut r).unwrap(),
+            Some(Request {
+                id: 8,
+                follow: false,
+                path
+            })
+        );
+        assert_eq!(read_request(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn a_truncated_request_is_an_error_not_a_clean_end() {
+        let job = Job {
+            path: PathBuf::from("abc"),
+            size: 0,
+            follow: false,
+        };
+        let mut wire = Vec::new();
+        write_request(&mut wire, 1, &job).unwrap();
+        for cut in 1..wire.len() {
+            assert!(read_request(&mut &wire[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn responses_round_trip_every_kind() {
+        let ok = FileDigest {
+            digest: [0xab; 32],
+            size: 1 << 40,
+        };
+        let mut wire = Vec::new();
+        write_response(&mut wire, 1, &Ok(ok)).unwrap();
+        write_response(
+            &mut wire,
+            2,
+            &Err(io::Error::from_raw_os_error(libc::EACCES).into()),
+        )
+        .unwrap();
+        write_response(&mut wire, 3, &Err(ErrorKind::NotRegular)).unwrap();
+        write_response(&mut wire, 4, &Err(io::Error::other("odd").into())).unwrap();
+        let mut r = &wire[..];
+        assert_eq!(read_response(&mut r).unwrap().unwrap().1.unwrap(), ok);
+        let (id, e) = read_response(&mut r).unwrap().unwrap();
+        assert_eq!(id, 2);
+        assert_eq!(e.unwrap_err().to_string(), "Permission denied");
+        assert!(matches!(
+            read_response(&mut r).unwrap().unwrap().1,
+            Err(ErrorKind::NotRegular)
+        ));
+        assert_eq!(
+            read_response(&mut r)
+                .unwrap()
+                .unwrap()
+                .1
+                .unwrap_err()
+                .to_string(),
+            "odd"
+        );
+        assert!(read_response(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_unknown_tag_is_an_error() {
+        let wire = [1, 0, 0, 0, 99];
+        assert!(read_response(&mut &wire[..]).is_err());
+    }
+
+    #[test]
+    fn describe_names_signals_and_codes() {
+        assert_eq!(
+            describe(ExitStatus::from_raw(9)),
+            "was killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(
+            describe(ExitStatus::from_raw(3 << 8)),
+            "exited with status 3 before finishing"
+        );
+    }
+}

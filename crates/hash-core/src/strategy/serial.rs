@@ -1,0 +1,15 @@
+//! The baseline: one thread hashes one file after another, in planned order.
+
+use std::ops::ControlFlow;
+
+use super::{Job, Sink};
+use crate::hasher::{hash_file, new_buffer};
+
+pub(super) fn run(jobs: &[Job], sink: &mut Sink<'_>) {
+    let mut buf = new_buffer();
+    for (i, job) in jobs.iter().enumerate() {
+        if let ControlFlow::Break(()) = sink(i, hash_file(&job.path, job.follow, &mut buf)) {
+            return;
+        }
+    }
+}

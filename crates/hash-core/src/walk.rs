@@ -1,0 +1,211 @@
+//! Turn command-line paths into a sorted plan of regular files.
+//!
+//! The plan is what `find -H PATH... -type f` would list, sorted by the raw
+//! bytes of each path (as `LC_ALL=C sort -z` sorts), with each file's size so
+//! that strategies can schedule the largest files first. Walking is done once,
+//! up front, for every strategy: it is cheap next to hashing (a cold walk of
+//! 20 k files takes ~50 ms here), it fixes the output order before any hashing
+//! starts, and it gives progress reporting a total.
+//!
+//! Rules (matching `find -H`, or `find -L` with `-L/--follow`):
+//! - A path given on the command line is followed if it is a symbolic link.
+//! - Below it, symbolic links are neither followed nor hashed unless `follow`;
+//!   with `follow`, a directory loop is reported and not entered, and a
+//!   dangling link is skipped like any other non-regular entry.
+//! - FIFOs, sockets and devices are counted as skipped, never opened.
+//! - A directory or file that cannot be read is reported; the walk goes on.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use walkdir::WalkDir;
+
+use crate::error::{Error, ErrorKind};
+use crate::escape::path_bytes;
+pub use crate::strategy::Job;
+
+/// The outcome of walking all roots.
+#[derive(Debug, Default)]
+pub struct Plan {
+    /// Regular files, sorted by the raw bytes of their paths.
+    pub files: Vec<Job>,
+    /// Paths that could not be walked or examined, in walk order.
+    pub errors: Vec<Error>,
+    /// Entries that are not regular files or directories (links, FIFOs, ...).
+    pub skipped: u64,
+}
+
+impl Plan {
+    /// Total bytes of the planned files, as seen by the walk.
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// Walk `roots` and plan the files to hash (see the module doc for the rules).
+pub fn plan(roots: &[PathBuf], follow: bool) -> Plan {
+    let mut plan = Plan::default();
+    for root in roots {
+        walk_root(root, follow, &mut plan);
+    }
+    // Stable: a root given twice is listed twice, as `find` would.
+    plan.files
+        .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
+    plan
+}
+
+fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
+    let meta = match fs::metadata(root) {
+        Ok(m) => m,
+        Err(e) => return plan.errors.push(Error::new(root, e)),
+    };
+    if meta.is_file() {
+        plan.files.push(Job {
+            path: root.to_path_buf(),
+            size: meta.len(),
+            follow: true,
+        });
+        return;
+    }
+    if !meta.is_dir() {
+        // Named explicitly but not hashable: say so rather than drop it.
+        plan.errors.push(Error::new(root, ErrorKind::NotRegular));
+        return;
+    }
+    let walker = WalkDir::new(root)
+        .follow_links(follow)
+        .follow_root_links(true)
+        .sort_by_file_name();
+    for entry in walker {
+        match entry {
+            Ok(entry) => {
+                let ft = entry.file_type();
+                if ft.is_dir() {
+                    continue;
+                }
+                if !ft.is_file() {
+                    plan.skipped += 1;
+                    continue;
+                }
+                // `metadata` follows links only when the walk does, like `find`.
+                match entry.metadata() {
+                    Ok(m) => plan.files.push(Job {
+                        size: m.len(),
+                        path: entry.into_path(),
+                        follow,
+                    }),
+                    Err(e) => plan.errors.push(walk_error(e, root)),
+                }
+            }
+            Err(e) => {
+                if follow && is_dangling_link(&e) {
+                    plan.skipped += 1;
+                } else {
+                    plan.errors.push(walk_error(e, root));
+                }
+            }
+        }
+    }
+}
+
+/// With `-L`, `find` treats a link whose target is missing as a link, not an
+/// error; walkdir reports it as NotFound when it tries to follow it.
+fn is_dangling_link(e: &walkdir::Error) -> bool {
+    let (Some(io), Some(path)) = (e.io_error(), e.path()) else {
+        return false;
+    };
+    io.kind() == io::ErrorKind::NotFound
+        && fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+fn walk_error(e: walkdir::Error, root: &Path) -> Error {
+    let path = e.path().unwrap_or(root).to_path_buf();
+    if let Some(ancestor) = e.loop_ancestor() {
+        let ancestor = ancestor.to_path_buf();
+        return Error::new(path, ErrorKind::Loop { ancestor });
+    }
+    match e.into_io_error() {
+        Some(io) => Error::new(path, io),
+        None => Error::new(path, io::Error::other("walk failed")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn names(plan: &Plan, root: &Path) -> Vec<String> {
+        plan.files
+            .iter()
+            .map(|f| {
+                f.path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sorted_by_bytes_of_the_whole_path_not_per_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir(r.join("a")).unwrap();
+        fs::write(r.join("a/b"), b"1").unwrap();
+        fs::write(r.join("a-c"), b"22").unwrap();
+        fs::write(r.join("B"), b"").unwrap();
+        let plan = plan(&[r.to_path_buf()], false);
+        // '-' (0x2d) sorts before '/' (0x2f); 'B' before 'a'.
+        assert_eq!(names(&plan, r), ["B", "a-c", "a/b"]);
+        assert_eq!(plan.total_bytes(), 3);
+        assert!(plan.errors.is_empty());
+    }
+
+    #[test]
+    fn links_are_skipped_unless_following() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::write(r.join("f"), b"x").unwrap();
+        symlink("f", r.join("link")).unwrap();
+        symlink("missing", r.join("dangling")).unwrap();
+        let p = plan(&[r.to_path_buf()], false);
+        assert_eq!(names(&p, r), ["f"]);
+        assert_eq!(p.skipped, 2);
+        let p = plan(&[r.to_path_buf()], true);
+        assert_eq!(names(&p, r), ["f", "link"]);
+        assert_eq!(p.skipped, 1, "the dangling link is skipped, not an error");
+        assert!(p.errors.is_empty());
+    }
+
+    #[test]
+    fn a_directory_loop_is_reported_once_when_following() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir(r.join("d")).unwrap();
+        fs::write(r.join("d/f"), b"x").unwrap();
+        symlink("..", r.join("d/up")).unwrap();
+        let p = plan(&[r.to_path_buf()], true);
+        assert_eq!(names(&p, r), ["d/f"]);
+        assert_eq!(p.errors.len(), 1);
+        assert!(matches!(p.errors[0].kind, ErrorKind::Loop { .. }));
+        assert_eq!(p.errors[0].path, r.join("d/up"));
+    }
+
+    #[test]
+    fn a_missing_root_is_an_error_and_the_others_still_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::write(r.join("f"), b"x").unwrap();
+        let p = plan(&[r.join("nope"), r.join("f")], false);
+        assert_eq!(p.files.len(), 1);
+        assert!(p.files[0].follow, "a file root is opened following links");
+        assert_eq!(p.errors.len(), 1);
+        assert_eq!(
+            p.errors[0].to_string(),
+            format!("{}: No such file or directory", r.join("nope").display())
+        );
+    }
+}

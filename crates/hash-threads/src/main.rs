@@ -1,0 +1,4 @@
+//! `hash-threads`: a thin binary over `hash-core` with the threads strategy.
+fn main() -> std::process::ExitCode {
+    hash_core::app::main(env!("CARGO_BIN_NAME"), hash_core::Strategy::Threads)
+}

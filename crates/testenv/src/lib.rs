@@ -1,0 +1,409 @@
+//! The test environment shared by the four binaries' integration tests.
+//!
+//! Each binary crate's `tests/cli.rs` expands [`conformance_tests!`] with its own
+//! `CARGO_BIN_EXE_*` path, so all four are held to one contract by one set of
+//! tests (fd's `tests/testenv` is the model). Expected output always comes from
+//! an independent source: GNU `find | sort | xargs sha256sum` run on the same
+//! tree, never from hash-core.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub use hash_core::READ_BUF_SIZE;
+
+/// How long any one run may take before the test calls it a hang.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// A temporary directory tree that everyone (including `nobody`) can read.
+#[derive(Debug)]
+pub struct Tree {
+    dir: tempfile::TempDir,
+}
+
+impl Tree {
+    /// An empty tree.
+    pub fn new() -> Tree {
+        let dir = tempfile::Builder::new()
+            .prefix("hashrace-test")
+            .tempdir()
+            .unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        Tree { dir }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `root/rel`, where `rel` may hold any bytes.
+    pub fn path(&self, rel: &[u8]) -> PathBuf {
+        self.root().join(OsStr::from_bytes(rel))
+    }
+
+    /// Write a file (creating parent directories), world-readable.
+    pub fn file(&self, rel: &[u8], content: &[u8]) -> PathBuf {
+        let p = self.path(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, content).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        p
+    }
+
+    /// A symbolic link `rel -> target`.
+    pub fn link(&self, rel: &[u8], target: &str) {
+        symlink(target, self.path(rel)).unwrap();
+    }
+
+    /// A FIFO.
+    pub fn fifo(&self, rel: &[u8]) -> PathBuf {
+        let p = self.path(rel);
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        p
+    }
+
+    /// The tree every conformance test uses: awkward sizes and awkward names.
+    pub fn nasty() -> Tree {
+        let t = Tree::new();
+        let n = READ_BUF_SIZE;
+        t.file(b"empty", b"");
+        t.file(b"sizes/buf-minus-1", &pattern(n - 1));
+        t.file(b"sizes/buf", &pattern(n));
+        t.file(b"sizes/buf-plus-1", &pattern(n + 1));
+        t.file(b"sizes/three-bufs", &pattern(3 * n + 17));
+        t.file(b"deep/a/b/c/d/file", b"deep\n");
+        t.file(b"deep/a-b", b"sorts before deep/a/\n");
+        t.file(b"with space", b"space\n");
+        t.file(b"-leading-dash", b"dash\n");
+        t.file(b"back\\slash", b"backslash\n");
+        t.file(b"new\nline", b"newline\n");
+        t.file(b"carriage\rreturn", b"cr\n");
+        t.file(b"invalid-\xff\xfe-utf8", b"bytes\n");
+        t.file(b"UPPER", b"sorts before lower case\n");
+        t.link(b"link-to-file", "with space");
+        t.link(b"dangling", "does-not-exist");
+        t.link(b"loop-a", "loop-b");
+        t.link(b"loop-b", "loop-a");
+        t.link(b"deep/a/up", "../..");
+        t.fifo(b"fifo");
+        t
+    }
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree::new()
+    }
+}
+
+/// Deterministic, non-repeating-looking content of `len` bytes.
+pub fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u32 = 0x9e37_79b9 ^ len as u32;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// What GNU tools print for this tree: `find OPT ROOT -type f -print0 |
+/// LC_ALL=C sort -z | xargs -0 -r sha256sum` (stdout only).
+pub fn reference(find_opt: &str, roots: &[&Path]) -> Vec<u8> {
+    let script = format!(
+        "find {find_opt} \"$@\" -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 -r sha256sum"
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(roots)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "reference pipeline failed: {out:?}");
+    out.stdout
+}
+
+/// GNU `sha256sum` of individual files.
+pub fn sha256sum(files: &[&Path]) -> Vec<u8> {
+    let out = Command::new("sha256sum").args(files).output().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// Run `cmd` to completion, failing the test if it takes longer than [`HANG`].
+pub fn run(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let t_out = std::thread::spawn(move || read_all(&mut out));
+    let t_err = std::thread::spawn(move || read_all(&mut err));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("{cmd:?} hung for {HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: t_out.join().unwrap(),
+        stderr: t_err.join().unwrap(),
+    }
+}
+
+fn read_all(r: &mut impl std::io::Read) -> Vec<u8> {
+    let mut v = Vec::new();
+    r.read_to_end(&mut v).unwrap();
+    v
+}
+
+/// `bin args...`, run with [`run`].
+pub fn hash(bin: &str, args: &[&OsStr]) -> Output {
+    run(Command::new(bin).args(args))
+}
+
+/// Bytes as text for assertion messages (lossy, escapes visible).
+pub fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Whether the `nobody` user can be used to make permission errors real (we
+/// run as root in CI, and root ignores permission bits).
+pub fn as_nobody(bin: &str) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin);
+    cmd
+}
+
+/// Expands to the conformance tests for one binary. `$bin` is its path
+/// (`env!("CARGO_BIN_EXE_hash-threads")`), `$name` its name, `$parallel`
+/// whether it takes `-j`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($bin:expr, $name:expr, $parallel:expr) => {
+        use std::ffi::OsStr;
+        use std::path::Path;
+        use $crate::*;
+
+        const BIN: &str = $bin;
+        const NAME: &str = $name;
+
+        fn jobs_variants() -> Vec<Vec<&'static str>> {
+            if $parallel {
+                vec![
+                    vec!["-j", "1"],
+                    vec!["-j", "2"],
+                    vec!["-j", "3"],
+                    vec!["-j", "16"],
+                    vec![],
+                ]
+            } else {
+                vec![vec![]]
+            }
+        }
+
+        fn os(args: &[&str]) -> Vec<&'static OsStr> {
+            args.iter()
+                .map(|a| OsStr::new(Box::leak(a.to_string().into_boxed_str())))
+                .collect()
+        }
+
+        #[test]
+        fn matches_find_sort_sha256sum_on_the_nasty_tree() {
+            let t = Tree::nasty();
+            let expected = reference("-H", &[t.root()]);
+            assert!(
+                show(&expected).contains("/new\\nline"),
+                "the reference escapes names"
+            );
+            for jobs in jobs_variants() {
+                let mut args = os(&jobs);
+                args.push(t.root().as_os_str());
+                let out = hash(BIN, &args);
+                assert_eq!(show(&out.stdout), show(&expected), "{jobs:?}");
+                assert_eq!(out.stdout, expected, "{jobs:?}: byte for byte");
+                assert_eq!(show(&out.stderr), "", "{jobs:?}");
+                assert_eq!(out.status.code(), Some(0), "{jobs:?}");
+            }
+        }
+
+        #[test]
+        fn follow_hashes_link_targets_and_reports_loops() {
+            let t = Tree::nasty();
+            let expected = reference("-L", &[t.root()]);
+            assert!(show(&expected).contains("link-to-file"));
+            let out = hash(BIN, &[OsStr::new("-L"), t.root().as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&expected));
+            let r = t.root().display();
+            let want = format!(
+                "{NAME}: {r}/deep/a/up: File system loop detected (leads back to {r})\n\
+                 {NAME}: {r}/loop-a: Too many levels of symbolic links\n\
+                 {NAME}: {r}/loop-b: Too many levels of symbolic links\n"
+            );
+            assert_eq!(show(&out.stderr), want);
+            assert_eq!(out.status.code(), Some(1));
+        }
+
+        #[test]
+        fn a_file_argument_is_hashed_like_sha256sum_does() {
+            let t = Tree::new();
+            let f = t.file(b"f", b"abc");
+            t.link(b"l", "f");
+            let l = t.path(b"l");
+            let out = hash(BIN, &[f.as_os_str(), l.as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&sha256sum(&[&f, &l])));
+            assert_eq!(out.status.code(), Some(0));
+        }
+
+        #[test]
+        fn a_missing_path_is_reported_and_the_rest_is_hashed() {
+            let t = Tree::new();
+            t.file(b"d/x", b"x");
+            let missing = t.path(b"nope");
+            let d = t.path(b"d");
+            let out = hash(BIN, &[missing.as_os_str(), d.as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&reference("-H", &[&d])));
+            assert_eq!(
+                show(&out.stderr),
+                format!("{NAME}: {}: No such file or directory\n", missing.display())
+            );
+            assert_eq!(out.status.code(), Some(1));
+        }
+
+        #[test]
+        fn a_fifo_argument_is_refused_without_hanging() {
+            let t = Tree::new();
+            let fifo = t.fifo(b"p");
+            let out = hash(BIN, &[fifo.as_os_str()]);
+            assert_eq!(show(&out.stdout), "");
+            assert_eq!(
+                show(&out.stderr),
+                format!("{NAME}: {}: not a regular file\n", fifo.display())
+            );
+            assert_eq!(out.status.code(), Some(1));
+        }
+
+        #[test]
+        fn unreadable_files_and_directories_are_reported_as_nobody() {
+            use std::os::unix::fs::PermissionsExt;
+            let t = Tree::new();
+            t.file(b"ok/a", b"a");
+            let secret = t.file(b"ok/secret", b"s");
+            std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+            t.file(b"closed/inside", b"i");
+            let closed = t.path(b"closed");
+            std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
+            let out = run(as_nobody(BIN).arg(t.root()));
+            let a = t.path(b"ok/a");
+            assert_eq!(show(&out.stdout), show(&sha256sum(&[&a])));
+            assert_eq!(
+                show(&out.stderr),
+                format!(
+                    "{NAME}: {}: Permission denied\n{NAME}: {}: Permission denied\n",
+                    closed.display(),
+                    secret.display()
+                )
+            );
+            assert_eq!(out.status.code(), Some(1));
+        }
+
+        #[test]
+        fn usage_errors_exit_2() {
+            let out = hash(BIN, &[]);
+            assert_eq!(out.status.code(), Some(2));
+            assert!(
+                show(&out.stderr).contains("Usage:"),
+                "{}",
+                show(&out.stderr)
+            );
+            let out = hash(BIN, &[OsStr::new("--no-such-option"), OsStr::new(".")]);
+            assert_eq!(out.status.code(), Some(2));
+        }
+
+        #[test]
+        fn help_and_version_exit_0() {
+            let out = hash(BIN, &[OsStr::new("--help")]);
+            assert_eq!(out.status.code(), Some(0));
+            let help = show(&out.stdout);
+            assert!(help.contains("Examples:"), "{help}");
+            assert!(help.contains(NAME));
+            assert_eq!(help.contains("--jobs"), $parallel);
+            let out = hash(BIN, &[OsStr::new("--version")]);
+            assert_eq!(out.status.code(), Some(0));
+            assert!(show(&out.stdout).starts_with(NAME));
+        }
+
+        #[test]
+        fn a_closed_stdout_ends_quietly() {
+            use std::io::{BufRead, BufReader};
+            let t = Tree::new();
+            for i in 0..3000 {
+                t.file(format!("f{i:05}").as_bytes(), b"x");
+            }
+            let mut child = std::process::Command::new(BIN)
+                .arg(t.root())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut first = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut first)
+                .unwrap();
+            assert!(first.ends_with("f00000\n"), "{first}");
+            // The reader is dropped: stdout is now a closed pipe.
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(show(&out.stderr), "");
+            assert_eq!(out.status.code(), Some(0));
+        }
+
+        #[test]
+        fn stats_summarise_on_stderr_only() {
+            let t = Tree::new();
+            t.file(b"a", &[1; 1000]);
+            t.file(b"b", &[2; 24]);
+            t.fifo(b"p");
+            let out = hash(BIN, &[OsStr::new("--stats"), t.root().as_os_str()]);
+            assert_eq!(out.stdout, reference("-H", &[t.root()]));
+            let err = show(&out.stderr);
+            assert!(
+                err.starts_with(&format!("{NAME}: 2 files, 0.0 MiB, 0 errors, 1 skipped")),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1);
+        }
+
+        #[test]
+        fn a_path_given_twice_is_listed_twice_like_find() {
+            let t = Tree::new();
+            t.file(b"d/x", b"x");
+            let d = t.path(b"d");
+            let out = hash(BIN, &[d.as_os_str(), d.as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&reference("-H", &[&d, &d])));
+        }
+
+        #[allow(dead_code)]
+        fn _uses(_: &Path) {}
+    };
+}
