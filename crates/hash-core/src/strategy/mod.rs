@@ -109,6 +109,84 @@ mod tests {
         }
     }
 
+    /// Run an in-process strategy and collect outcomes by job index.
+    fn collect(s: Strategy, jobs: &[Job], workers: usize) -> Vec<Outcome> {
+        let mut got: Vec<Option<Outcome>> = (0..jobs.len()).map(|_| None).collect();
+        s.run("test", jobs, workers, &mut |i, o| {
+            assert!(got[i].is_none(), "job {i} reported twice");
+            got[i] = Some(o);
+            ControlFlow::Continue(())
+        });
+        got.into_iter()
+            .map(|o| o.expect("every job is reported"))
+            .collect()
+    }
+
+    // `Procs` re-executes the binary, so it is tested through `hash-procs`.
+    const IN_PROCESS: [Strategy; 3] = [Strategy::Serial, Strategy::Threads, Strategy::Async];
+
+    #[test]
+    fn files_that_vanish_or_turn_into_fifos_after_planning_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["a", "gone", "fifo", "z"] {
+            std::fs::write(dir.path().join(name), name).unwrap();
+        }
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        std::fs::remove_file(dir.path().join("gone")).unwrap();
+        let fifo = dir.path().join("fifo");
+        std::fs::remove_file(&fifo).unwrap();
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        for s in IN_PROCESS {
+            for workers in [1, 2, 4] {
+                let got = collect(s, &plan.files, workers);
+                assert_eq!(got[0].as_ref().unwrap().size, 1, "{s:?}");
+                assert!(matches!(got[1], Err(ErrorKind::NotRegular)), "{s:?}: fifo");
+                assert_eq!(
+                    got[2].as_ref().unwrap_err().to_string(),
+                    "No such file or directory"
+                );
+                assert_eq!(got[3].as_ref().unwrap().size, 1, "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_job_is_reported_exactly_once_with_the_serial_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..300usize {
+            std::fs::write(dir.path().join(format!("f{i}")), vec![i as u8; i * 100]).unwrap();
+        }
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        let serial = collect(Strategy::Serial, &plan.files, 1);
+        for s in IN_PROCESS {
+            for workers in [1, 2, 7] {
+                let got = collect(s, &plan.files, workers);
+                for (a, b) in got.iter().zip(&serial) {
+                    assert_eq!(a.as_ref().unwrap(), b.as_ref().unwrap(), "{s:?} x{workers}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_break_from_the_sink_stops_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(dir.path().join(format!("f{i}")), b"x").unwrap();
+        }
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        for s in IN_PROCESS {
+            let mut calls = 0;
+            s.run("test", &plan.files, 2, &mut |_, _| {
+                calls += 1;
+                ControlFlow::Break(())
+            });
+            assert_eq!(calls, 1, "{s:?} kept calling a sink that said stop");
+        }
+    }
+
     #[test]
     fn largest_first_is_stable_for_ties() {
         let jobs = [job(1), job(5), job(1), job(9)];

@@ -1,0 +1,190 @@
+//! Failure handling that only `hash-procs` has: workers that die, and a parent
+//! that dies. Workers read two test-only environment variables (see
+//! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_DELAY_MS` slows each file
+//! down so that a run is reliably still going when we kill something, and
+//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name.
+
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use testenv::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hash-procs");
+
+fn tree(files: usize) -> Tree {
+    let t = Tree::new();
+    for i in 0..files {
+        t.file(format!("f{i:03}").as_bytes(), &pattern(1000 + i));
+    }
+    t
+}
+
+/// Pids whose parent is `pid` (from /proc), ignoring zombies.
+fn children(pid: u32) -> Vec<u32> {
+    let mut kids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((ppid, state)) = ppid_and_state(p) {
+            if ppid == pid && state != 'Z' {
+                kids.push(p);
+            }
+        }
+    }
+    kids
+}
+
+/// Parent pid and state of `pid`, or `None` if it is gone.
+fn ppid_and_state(pid: u32) -> Option<(u32, char)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+fn alive(pid: u32) -> bool {
+    ppid_and_state(pid).is_some_and(|(_, s)| s != 'Z')
+}
+
+/// Wait until `cond` holds, failing the test after a generous deadline.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < HANG, "timed out waiting for {what}");
+        sleep(Duration::from_millis(10));
+    }
+}
+
+fn kill(pid: u32) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+}
+
+#[test]
+fn a_killed_worker_loses_nothing() {
+    let t = tree(40);
+    let expected = reference("-H", &[t.root()]);
+    let child = Command::new(BIN)
+        .args(["-j", "2"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_DELAY_MS", "40")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let mut workers = Vec::new();
+    wait_for("two workers", || {
+        workers = children(parent);
+        workers.len() == 2
+    });
+    sleep(Duration::from_millis(100)); // let the victim be mid-file
+    kill(workers[0]);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        show(&out.stdout),
+        show(&expected),
+        "every file still hashed"
+    );
+    let err = show(&out.stderr);
+    let notice = format!(
+        "hash-procs: worker process {} was killed by signal 9 (SIGKILL); ",
+        workers[0]
+    );
+    assert!(err.starts_with(&notice), "{err}");
+    assert!(
+        err.ends_with("file(s) retried on another worker\n"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "all files were hashed in the end"
+    );
+}
+
+#[test]
+fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
+    let t = tree(10);
+    let poison = t.file(b"poison", b"boom");
+    let expected = reference("-H", &[t.root()]);
+    let out = run(Command::new(BIN)
+        .args(["-j", "2"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_ABORT", "poison"));
+    let poison_line = format!("  {}\n", poison.display());
+    let expected: String = show(&expected)
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .filter(|l| !l.ends_with(&poison_line))
+        .collect();
+    assert_eq!(show(&out.stdout), expected);
+    let err = show(&out.stderr);
+    let verdict = format!(
+        "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
+        poison.display()
+    );
+    assert!(err.contains(&verdict), "{err}");
+    // Two attempts, each announced, then the verdict.
+    assert_eq!(err.matches("(SIGABRT); ").count(), 2, "{err}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn killing_the_parent_leaves_no_orphan_workers() {
+    let t = tree(20);
+    let mut child = Command::new(BIN)
+        .args(["-j", "2"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_DELAY_MS", "500")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    let mut workers = Vec::new();
+    wait_for("two workers", || {
+        workers = children(parent);
+        workers.len() == 2
+    });
+    kill(parent);
+    child.wait().unwrap();
+    wait_for("the workers to die with their parent", || {
+        workers.iter().all(|&w| !alive(w))
+    });
+}
+
+#[test]
+fn a_vanishing_file_is_reported_and_the_run_goes_on() {
+    let t = tree(6);
+    // The smallest file is handed out last, ~6 × 150 ms after the start.
+    let doomed = t.path(b"f000");
+    let child = Command::new(BIN)
+        .args(["-j", "1"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_DELAY_MS", "150")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parent = child.id();
+    // Once a worker exists the walk is over: f000 is planned but not yet opened.
+    wait_for("a worker", || !children(parent).is_empty());
+    std::fs::remove_file(&doomed).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        show(&out.stderr),
+        format!(
+            "hash-procs: {}: No such file or directory\n",
+            doomed.display()
+        )
+    );
+    assert_eq!(show(&out.stdout).lines().count(), 5);
+    assert_eq!(out.status.code(), Some(1));
+}
