@@ -3,13 +3,18 @@
 //! The binaries are one line each over [`main`], so the four cannot differ in
 //! anything but the strategy they pass in.
 
-use std::io;
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use crate::cli::{self, Config};
-use crate::error::io_reason;
-use crate::output::Writer;
+use crate::check::{self, CheckRun};
+use crate::cli::{self, Config, Mode};
+use crate::error::{io_reason, Error};
+use crate::output::{report_error, OutputOptions, RunInfo, Writer};
+use crate::progress::{self, Progress};
 use crate::strategy::{procs, Strategy};
 use crate::walk;
 
@@ -40,33 +45,101 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
     run(tool, strategy, &config).into()
 }
 
-/// Hash everything `config` names with `strategy`, printing to stdout/stderr.
+/// Do what `config` says with `strategy`, printing to stdout/stderr.
 pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
+    let mut paths = config.paths.clone();
+    if let Some((list, nul)) = &config.files_from {
+        match read_list(list, *nul) {
+            Ok(listed) => paths.extend(listed),
+            Err(e) => {
+                report_error(tool, &Error::new(list, e), None);
+                return Exit::Failure;
+            }
+        }
+    }
+    let show_progress = progress::wanted(config.progress);
+    match &config.mode {
+        Mode::Check(opts) => {
+            let manifests: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+            let run = CheckRun {
+                tool,
+                strategy,
+                jobs: config.jobs,
+                opts: *opts,
+                progress: show_progress,
+            };
+            check::run(&run, &manifests)
+        }
+        Mode::Hash(out) => hash(tool, strategy, config, &paths, out, show_progress),
+    }
+}
+
+/// Paths listed in `list` ('-' = stdin), one per line or NUL-separated;
+/// empty entries are ignored.
+fn read_list(list: &Path, nul: bool) -> io::Result<Vec<PathBuf>> {
+    let mut data = Vec::new();
+    if list == Path::new("-") {
+        io::stdin().lock().read_to_end(&mut data)?;
+    } else {
+        data = std::fs::read(list)?;
+    }
+    let sep = if nul { b'\0' } else { b'\n' };
+    Ok(data
+        .split(|&b| b == sep)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(OsStr::from_bytes(p)))
+        .collect())
+}
+
+fn hash(
+    tool: &str,
+    strategy: Strategy,
+    config: &Config,
+    paths: &[PathBuf],
+    out: &OutputOptions,
+    show_progress: bool,
+) -> Exit {
     let start = Instant::now();
-    let plan = walk::plan(&config.paths, config.follow);
-    let mut writer = Writer::new(tool, &plan.files, io::stdout().lock());
+    let plan = walk::plan(paths, config.follow);
+    let progress =
+        show_progress.then(|| Progress::start(plan.files.len() as u64, plan.total_bytes()));
+    let mut writer = Writer::new(
+        tool,
+        &plan.files,
+        io::stdout().lock(),
+        *out,
+        progress.as_ref(),
+    );
     for e in &plan.errors {
         writer.error(e);
     }
-    writer.summary.skipped = plan.skipped;
     strategy.run(tool, &plan.files, config.jobs, &mut |i, outcome| {
         writer.accept(i, outcome)
     });
-    let closed = writer.finish().is_break();
-    if let Some(e) = &writer.write_error {
+    let workers = if strategy.is_parallel() {
+        config.jobs.clamp(1, plan.files.len().max(1))
+    } else {
+        1
+    };
+    let info = RunInfo {
+        strategy: strategy.name(),
+        workers,
+        elapsed: start.elapsed(),
+    };
+    let closed = writer.finish(&plan.skipped, info).is_break();
+    let (summary, write_error) = (writer.summary, writer.write_error.take());
+    drop(writer);
+    if let Some(p) = progress {
+        p.finish(); // before anything else goes to stderr
+    }
+    if let Some(e) = &write_error {
         eprintln!("{tool}: write error: {}", io_reason(e));
         return Exit::Failure;
     }
     if closed {
         return Exit::Success; // `| head`: the reader has what it wanted
     }
-    let summary = writer.summary;
     if config.stats {
-        let workers = if strategy.is_parallel() {
-            config.jobs.clamp(1, plan.files.len().max(1))
-        } else {
-            1
-        };
         eprintln!(
             "{tool}: {}",
             summary.render(start.elapsed(), strategy.name(), workers)

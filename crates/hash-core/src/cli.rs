@@ -10,13 +10,15 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
+use crate::check::CheckOptions;
+use crate::output::OutputOptions;
 use crate::strategy::Strategy;
 
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// Files or directories to hash (directories recursively).
-    #[arg(required = true, value_name = "PATH")]
+    /// Files or directories to hash (directories recursively); with --check, manifests ('-' is stdin).
+    #[arg(value_name = "PATH", required_unless_present = "files_from")]
     pub paths: Vec<PathBuf>,
 
     /// Follow symbolic links below the given paths (loops are reported, not followed).
@@ -26,6 +28,70 @@ pub struct CommonArgs {
     /// Print a summary on stderr at the end: files, bytes, errors, skipped, time, speed.
     #[arg(long)]
     pub stats: bool,
+
+    /// Read the paths to hash from FILE ('-' for stdin), one per line.
+    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    pub files_from: Option<PathBuf>,
+
+    /// With --files-from: paths are separated by NUL, not newline.
+    #[arg(short = '0', long = "null", requires = "files_from")]
+    pub null: bool,
+
+    /// BSD-style output: SHA256 (NAME) = HEX.
+    #[arg(long, conflicts_with_all = ["check", "json"])]
+    pub tag: bool,
+
+    /// End each output line with NUL, not newline, and do not escape names.
+    #[arg(short = 'z', long, conflicts_with_all = ["check", "json"])]
+    pub zero: bool,
+
+    /// Print one JSON document (files, errors, skipped entries, summary) instead of lines.
+    #[arg(long, conflicts_with = "check")]
+    pub json: bool,
+
+    /// Also print one digest of the whole tree (as a '# tree-sha256 HEX' comment line).
+    #[arg(long, conflicts_with = "check")]
+    pub tree: bool,
+
+    /// Show a progress line on stderr even when it is not a terminal.
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+
+    /// Never show a progress line.
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: CheckArgs,
+}
+
+/// `sha256sum -c` and its switches, with GNU's meanings.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Read SHA-256 sums from the PATHs (GNU or BSD format) and check them.
+    #[arg(short = 'c', long)]
+    pub check: bool,
+
+    /// With --check: don't print OK for each successfully verified file.
+    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    pub quiet: bool,
+
+    /// With --check: print nothing; the exit status shows success.
+    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    pub status: bool,
+
+    /// With --check: warn about each improperly formatted line.
+    #[arg(short = 'w', long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    pub warn: bool,
+
+    /// With --check: exit non-zero for improperly formatted lines.
+    #[arg(long, requires = "check")]
+    pub strict: bool,
+
+    /// With --check: don't fail or report status for missing files.
+    #[arg(long, requires = "check")]
+    pub ignore_missing: bool,
 }
 
 /// The worker-count option of the parallel binaries.
@@ -57,17 +123,32 @@ pub struct ParallelCli {
     pub jobs: JobsArgs,
 }
 
+/// What a run does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Hash the paths and print the results in this form.
+    Hash(OutputOptions),
+    /// Check the manifests named by the paths.
+    Check(CheckOptions),
+}
+
 /// Everything a run needs, resolved from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Roots to walk.
+    /// Roots to walk, or manifests to check.
     pub paths: Vec<PathBuf>,
+    /// `--files-from FILE` and whether it is NUL-separated.
+    pub files_from: Option<(PathBuf, bool)>,
     /// `-L`: follow symbolic links below the roots.
     pub follow: bool,
     /// `--stats`: print a summary on stderr.
     pub stats: bool,
+    /// `--progress` (Some(true)), `--no-progress` (Some(false)), or decide by terminal.
+    pub progress: Option<bool>,
     /// Workers to use (1 for `hash-serial`).
     pub jobs: usize,
+    /// Hash or check.
+    pub mode: Mode,
 }
 
 fn about(strategy: Strategy) -> &'static str {
@@ -88,7 +169,9 @@ fn examples(tool: &str, strategy: Strategy) -> String {
          find -H PATH -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum\n\n\
          Examples:\n  \
          {tool}{jobs} ~/models/llama > SHA256SUMS\n  \
-         {tool} --stats datasets/data/shards | sha256sum -c\n\n\
+         {tool} --stats datasets/data/shards | sha256sum -c\n  \
+         {tool}{jobs} --check SHA256SUMS\n  \
+         {tool} --tree --json ~/backup > backup.json\n\n\
          Exit status: 0 if every file was hashed, 1 if some file or directory could \
          not be read (the rest is still printed), 2 for a usage error."
     )
@@ -128,11 +211,36 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
 }
 
 fn resolve(common: CommonArgs, jobs: usize) -> Config {
+    let c = &common.check;
+    let mode = if c.check {
+        Mode::Check(CheckOptions {
+            quiet: c.quiet,
+            status: c.status,
+            warn: c.warn,
+            strict: c.strict,
+            ignore_missing: c.ignore_missing,
+        })
+    } else {
+        Mode::Hash(OutputOptions {
+            tag: common.tag,
+            zero: common.zero,
+            json: common.json,
+            tree: common.tree,
+        })
+    };
+    let progress = match (common.progress, common.no_progress) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
     Config {
         paths: common.paths,
+        files_from: common.files_from.map(|f| (f, common.null)),
         follow: common.follow,
         stats: common.stats,
+        progress,
         jobs,
+        mode,
     }
 }
 
@@ -173,6 +281,60 @@ mod tests {
         assert_eq!(cli.jobs.jobs, Some(3));
         assert!(cli.common.follow);
         assert_eq!(cli.common.paths, [PathBuf::from("d"), PathBuf::from("e")]);
+    }
+
+    fn config(args: &[&str]) -> Config {
+        let m = command("hash-threads", Strategy::Threads)
+            .try_get_matches_from(args)
+            .unwrap();
+        resolve(ParallelCli::from_arg_matches(&m).unwrap().common, 1)
+    }
+
+    #[test]
+    fn the_last_of_quiet_status_warn_wins_like_gnu() {
+        let Mode::Check(o) = config(&["x", "-c", "--status", "--warn", "m"]).mode else {
+            panic!("not check mode")
+        };
+        assert!(o.warn && !o.status && !o.quiet);
+        let Mode::Check(o) = config(&["x", "-c", "--warn", "--quiet", "m"]).mode else {
+            panic!("not check mode")
+        };
+        assert!(o.quiet && !o.warn);
+    }
+
+    #[test]
+    fn check_switches_need_check_and_outputs_conflict_with_it() {
+        let cmd = || command("hash-threads", Strategy::Threads);
+        assert!(cmd().try_get_matches_from(["x", "--strict", "m"]).is_err());
+        assert!(cmd()
+            .try_get_matches_from(["x", "-c", "--json", "m"])
+            .is_err());
+        assert!(cmd()
+            .try_get_matches_from(["x", "--json", "--tag", "m"])
+            .is_err());
+        assert!(cmd().try_get_matches_from(["x", "-0", "m"]).is_err());
+    }
+
+    #[test]
+    fn files_from_replaces_paths_and_progress_flags_resolve() {
+        let c = config(&["x", "--files-from", "-", "-0", "--no-progress"]);
+        assert_eq!(c.files_from, Some((PathBuf::from("-"), true)));
+        assert!(c.paths.is_empty());
+        assert_eq!(c.progress, Some(false));
+        assert_eq!(
+            config(&["x", "--no-progress", "--progress", "d"]).progress,
+            Some(true)
+        );
+        assert_eq!(config(&["x", "d"]).progress, None);
+        assert_eq!(
+            config(&["x", "--tag", "-z", "--tree", "d"]).mode,
+            Mode::Hash(OutputOptions {
+                tag: true,
+                zero: true,
+                json: false,
+                tree: true
+            })
+        );
     }
 
     #[test]

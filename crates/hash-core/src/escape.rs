@@ -5,34 +5,20 @@
 //! written `\\`, `\n` and `\r`. Everything else — spaces, leading dashes,
 //! invalid UTF-8 — is written as the raw bytes of the name, never replaced. The
 //! same escaping is used for paths in error messages, so a name cannot forge an
-//! extra line on stderr either.
+//! extra line on stderr either. The escaping rules themselves live, with their
+//! tests against real GNU output, in [`crate::checkline`].
 
 use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Whether GNU would escape this name (and so start its line with `\`).
-pub fn needs_escape(name: &[u8]) -> bool {
-    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
-}
+pub use crate::checkline::{escape_name, escape_status_name, unescape_name};
 
-/// The name with `\`, newline and carriage return escaped; borrowed when
-/// nothing needs escaping, which is the common case on the hot path.
+/// The name with `\\`, newline and carriage return escaped (see [`escape_name`]
+/// for whether the line then needs a leading `\\`).
 pub fn escape(name: &[u8]) -> Cow<'_, [u8]> {
-    if !needs_escape(name) {
-        return Cow::Borrowed(name);
-    }
-    let mut out = Vec::with_capacity(name.len() + 4);
-    for &b in name {
-        match b {
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => out.push(b),
-        }
-    }
-    Cow::Owned(out)
+    escape_name(name).1
 }
 
 /// The raw bytes of a path.
@@ -58,7 +44,7 @@ mod tests {
     #[test]
     fn plain_names_are_borrowed_untouched() {
         for name in [&b"a"[..], b"a b", b"-x", b"\xff\xfe", b"\t", b""] {
-            assert!(!needs_escape(name));
+            assert!(!escape_name(name).0);
             assert!(matches!(escape(name), Cow::Borrowed(n) if n == name));
         }
     }

@@ -11,15 +11,21 @@
 //! - [`walk`]: turn the command-line paths into a sorted [`walk::Plan`] of files.
 //! - [`strategy`]: the four ways of running a plan; one signature for all.
 //! - [`output`]: the single writer that orders results and prints them.
+//! - [`check`]: `--check`, on the same strategies, with [`checkline`] parsing.
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
 
 pub mod app;
+pub mod check;
+pub mod checkline;
 pub mod cli;
 pub mod error;
 pub mod escape;
 pub mod hasher;
 pub mod output;
+pub mod progress;
+pub mod report;
 pub mod strategy;
+pub mod tree;
 pub mod walk;
 
 pub use error::{Error, ErrorKind};

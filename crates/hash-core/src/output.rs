@@ -15,9 +15,15 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::escape::{escape, needs_escape, path_bytes};
+use crate::escape::{escape, escape_name, path_bytes};
 use crate::hasher::hex;
+use crate::progress::Progress;
+use crate::report::{
+    ErrorEntry, FileEntry, JsonPath, JsonSummary, Report, SkippedEntry, SCHEMA_VERSION,
+};
 use crate::strategy::{Job, Outcome};
+use crate::tree::TreeDigest;
+use crate::walk::Skipped;
 
 /// Counts for `--stats` and the exit status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -54,15 +60,46 @@ impl Summary {
     }
 }
 
-/// Write one GNU `sha256sum` line: `[\]HEX  NAME\n`.
-pub fn write_gnu_line(out: &mut impl Write, digest: &[u8; 32], path: &[u8]) -> io::Result<()> {
-    if needs_escape(path) {
+/// How hash results are printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OutputOptions {
+    /// `--tag`: BSD style, `SHA256 (NAME) = HEX`.
+    pub tag: bool,
+    /// `-z`: end lines with NUL and do not escape names.
+    pub zero: bool,
+    /// `--json`: one JSON document at the end instead of lines.
+    pub json: bool,
+    /// `--tree`: also compute the tree digest.
+    pub tree: bool,
+}
+
+/// Write one output line for `path`, in GNU's format for the chosen style.
+pub fn write_line(
+    out: &mut impl Write,
+    opts: &OutputOptions,
+    digest: &[u8; 32],
+    path: &[u8],
+) -> io::Result<()> {
+    // GNU's -z writes names raw: NUL cannot occur in them, so nothing is ambiguous.
+    let (escaped, name) = if opts.zero {
+        (false, std::borrow::Cow::Borrowed(path))
+    } else {
+        escape_name(path)
+    };
+    if escaped {
         out.write_all(b"\\")?;
     }
-    out.write_all(hex(digest).as_bytes())?;
-    out.write_all(b"  ")?;
-    out.write_all(&escape(path))?;
-    out.write_all(b"\n")
+    if opts.tag {
+        out.write_all(b"SHA256 (")?;
+        out.write_all(&name)?;
+        out.write_all(b") = ")?;
+        out.write_all(hex(digest).as_bytes())?;
+    } else {
+        out.write_all(hex(digest).as_bytes())?;
+        out.write_all(b"  ")?;
+        out.write_all(&name)?;
+    }
+    out.write_all(if opts.zero { b"\0" } else { b"\n" })
 }
 
 /// Write `tool: PATH: reason\n` with the path's raw (escaped) bytes.
@@ -73,13 +110,59 @@ pub fn write_error(err: &mut impl Write, tool: &str, e: &Error) -> io::Result<()
     writeln!(err, ": {}", e.kind)
 }
 
+/// Results parked until every earlier one has arrived: the reorder buffer
+/// between strategies (completion order) and printing (planned order).
+#[derive(Debug)]
+pub(crate) struct InOrder<T> {
+    slots: Vec<Option<T>>,
+    next: usize,
+}
+
+impl<T> InOrder<T> {
+    pub(crate) fn new(len: usize) -> Self {
+        InOrder {
+            slots: (0..len).map(|_| None).collect(),
+            next: 0,
+        }
+    }
+
+    /// Park item `i`, then hand every item that is now next in line to `f`.
+    pub(crate) fn put(
+        &mut self,
+        i: usize,
+        item: T,
+        mut f: impl FnMut(usize, T) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        self.slots[i] = Some(item);
+        while let Some(item) = self.slots.get_mut(self.next).and_then(Option::take) {
+            self.next += 1;
+            f(self.next - 1, item)?;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Print `e` on stderr as `tool: PATH: reason`, out of the progress line's way.
+pub(crate) fn report_error(tool: &str, e: &Error, progress: Option<&Progress>) {
+    let print = || {
+        let _ = write_error(&mut io::stderr().lock(), tool, e);
+    };
+    match progress {
+        Some(p) => p.print(print),
+        None => print(),
+    }
+}
+
 /// The single writer for one run.
 pub struct Writer<'a, W: Write> {
     tool: &'a str,
     jobs: &'a [Job],
+    opts: OutputOptions,
     out: BufWriter<W>,
-    slots: Vec<Option<Outcome>>,
-    next: usize,
+    order: InOrder<Outcome>,
+    progress: Option<&'a Progress>,
+    json: Option<(Vec<FileEntry>, Vec<ErrorEntry>)>,
+    tree: Option<TreeDigest>,
     /// Counts so far.
     pub summary: Summary,
     /// Set when stdout failed for a reason other than a closed pipe.
@@ -89,57 +172,164 @@ pub struct Writer<'a, W: Write> {
 impl<W: Write> std::fmt::Debug for Writer<'_, W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
-            .field("next", &self.next)
+            .field("opts", &self.opts)
             .field("summary", &self.summary)
             .finish()
     }
 }
 
+/// What the end of a run adds to the `--json` document.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInfo<'a> {
+    /// Strategy name.
+    pub strategy: &'a str,
+    /// Workers used.
+    pub workers: usize,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
 impl<'a, W: Write> Writer<'a, W> {
     /// A writer for `jobs`, printing to `out`.
-    pub fn new(tool: &'a str, jobs: &'a [Job], out: W) -> Self {
+    pub fn new(
+        tool: &'a str,
+        jobs: &'a [Job],
+        out: W,
+        opts: OutputOptions,
+        progress: Option<&'a Progress>,
+    ) -> Self {
         Writer {
             tool,
             jobs,
+            opts,
             out: BufWriter::with_capacity(64 * 1024, out),
-            slots: (0..jobs.len()).map(|_| None).collect(),
-            next: 0,
+            order: InOrder::new(jobs.len()),
+            progress,
+            json: opts.json.then(Default::default),
+            tree: opts.tree.then(TreeDigest::default),
             summary: Summary::default(),
             write_error: None,
         }
     }
 
-    /// Report an error that is not about a planned file (a walk error).
+    /// Report an error (a walk error, or a file that could not be hashed).
     pub fn error(&mut self, e: &Error) {
         self.summary.errors += 1;
         // Keep stdout and stderr in order when both go to one terminal.
         let _ = self.out.flush();
-        let _ = write_error(&mut io::stderr().lock(), self.tool, e);
+        report_error(self.tool, e, self.progress);
+        if let Some((_, errors)) = &mut self.json {
+            errors.push(ErrorEntry {
+                path: JsonPath::from_bytes(path_bytes(&e.path)),
+                kind: e.kind.name().to_owned(),
+                message: e.kind.to_string(),
+            });
+        }
     }
 
     /// Take the outcome of job `i`; print everything that is now in order.
     pub fn accept(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
-        self.slots[i] = Some(outcome);
-        while let Some(outcome) = self.slots.get_mut(self.next).and_then(Option::take) {
-            let job = &self.jobs[self.next];
-            self.next += 1;
-            match outcome {
-                Ok(d) => {
-                    self.summary.files += 1;
-                    self.summary.bytes += d.size;
-                    let written = write_gnu_line(&mut self.out, &d.digest, path_bytes(&job.path));
-                    self.check(written)?;
-                }
-                Err(kind) => self.error(&Error::new(job.path.clone(), kind)),
-            }
-        }
-        ControlFlow::Continue(())
+        let mut order = std::mem::replace(&mut self.order, InOrder::new(0));
+        let flow = order.put(i, outcome, |i, outcome| self.emit(i, outcome));
+        self.order = order;
+        flow
     }
 
-    /// Flush what is buffered; call once at the end.
-    pub fn finish(&mut self) -> ControlFlow<()> {
+    fn emit(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
+        let job = &self.jobs[i];
+        if let Some(p) = self.progress {
+            p.file_done(outcome.as_ref().map_or(job.size, |d| d.size));
+        }
+        let d = match outcome {
+            Ok(d) => d,
+            Err(kind) => {
+                self.error(&Error::new(job.path.clone(), kind));
+                return ControlFlow::Continue(());
+            }
+        };
+        self.summary.files += 1;
+        self.summary.bytes += d.size;
+        if let Some(tree) = &mut self.tree {
+            tree.add(job.rel_path(), d.size, d.digest);
+        }
+        match &mut self.json {
+            Some((files, _)) => {
+                files.push(FileEntry {
+                    path: JsonPath::from_bytes(path_bytes(&job.path)),
+                    size: d.size,
+                    sha256: hex(&d.digest),
+                });
+                ControlFlow::Continue(())
+            }
+            None => {
+                let written =
+                    write_line(&mut self.out, &self.opts, &d.digest, path_bytes(&job.path));
+                self.check(written)
+            }
+        }
+    }
+
+    /// Print what comes at the end (tree digest, JSON document) and flush.
+    pub fn finish(&mut self, skipped: &[Skipped], info: RunInfo<'_>) -> ControlFlow<()> {
+        self.summary.skipped = skipped.len() as u64;
+        let tree = self.tree.take().map(|t| hex(&t.finish()));
+        let written = match self.json.take() {
+            Some((files, errors)) => {
+                let report = self.report(files, errors, skipped, tree, info);
+                serde_json::to_writer_pretty(&mut self.out, &report)
+                    .map_err(io::Error::from)
+                    .and_then(|()| self.out.write_all(b"\n"))
+            }
+            None => match tree {
+                // A comment line: `sha256sum -c` and `--check` skip it.
+                Some(t) => {
+                    let end = if self.opts.zero { "\0" } else { "\n" };
+                    write!(self.out, "# tree-sha256 {t}{end}")
+                }
+                None => Ok(()),
+            },
+        };
+        self.check(written)?;
         let flushed = self.out.flush();
         self.check(flushed)
+    }
+
+    fn report(
+        &self,
+        files: Vec<FileEntry>,
+        errors: Vec<ErrorEntry>,
+        skipped: &[Skipped],
+        tree_sha256: Option<String>,
+        info: RunInfo<'_>,
+    ) -> Report {
+        let s = &self.summary;
+        let secs = info.elapsed.as_secs_f64().max(1e-9);
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: self.tool.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            files,
+            errors,
+            skipped: skipped
+                .iter()
+                .map(|k| SkippedEntry {
+                    path: JsonPath::from_bytes(path_bytes(&k.path)),
+                    kind: k.kind.to_owned(),
+                })
+                .collect(),
+            tree_sha256,
+            summary: JsonSummary {
+                strategy: info.strategy.to_owned(),
+                jobs: info.workers,
+                files: s.files,
+                bytes: s.bytes,
+                errors: s.errors,
+                skipped: s.skipped,
+                elapsed_seconds: secs,
+                mib_per_second: s.bytes as f64 / (1024.0 * 1024.0) / secs,
+                files_per_second: s.files as f64 / secs,
+            },
+        }
     }
 
     fn check(&mut self, r: io::Result<()>) -> ControlFlow<()> {
@@ -162,12 +352,14 @@ mod tests {
     use std::path::PathBuf;
 
     fn job(name: &str) -> Job {
-        Job {
-            path: PathBuf::from(name),
-            size: 0,
-            follow: false,
-        }
+        Job::new(PathBuf::from(name), 0, false)
     }
+
+    const INFO: RunInfo<'static> = RunInfo {
+        strategy: "serial",
+        workers: 1,
+        elapsed: Duration::from_secs(1),
+    };
 
     fn ok(byte: u8, size: u64) -> Outcome {
         Ok(FileDigest {
@@ -179,11 +371,40 @@ mod tests {
     #[test]
     fn gnu_lines_escape_like_sha256sum() {
         let mut out = Vec::new();
-        write_gnu_line(&mut out, &[0; 32], b"a b").unwrap();
-        write_gnu_line(&mut out, &[0; 32], b"x\ny\\").unwrap();
+        let gnu = OutputOptions::default();
+        write_line(&mut out, &gnu, &[0; 32], b"a b").unwrap();
+        write_line(&mut out, &gnu, &[0; 32], b"x\ny\\").unwrap();
         let zero = "0".repeat(64);
         let expected = format!("{zero}  a b\n\\{zero}  x\\ny\\\\\n");
         assert_eq!(out, expected.as_bytes());
+    }
+
+    #[test]
+    fn tag_and_zero_styles_match_gnu() {
+        let mut out = Vec::new();
+        let tag = OutputOptions {
+            tag: true,
+            ..Default::default()
+        };
+        write_line(&mut out, &tag, &[0; 32], b"n\nl").unwrap();
+        let zero = OutputOptions {
+            zero: true,
+            ..Default::default()
+        };
+        write_line(&mut out, &zero, &[0; 32], b"n\nl").unwrap();
+        let both = OutputOptions {
+            zero: true,
+            tag: true,
+            ..Default::default()
+        };
+        write_line(&mut out, &both, &[0; 32], b"a").unwrap();
+        let z = "0".repeat(64);
+        let want = format!("\\SHA256 (n\\nl) = {z}\n{z}  n\nl\0SHA256 (a) = {z}\0");
+        assert_eq!(show(&out), want);
+    }
+
+    fn show(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
     }
 
     #[test]
@@ -191,11 +412,11 @@ mod tests {
         let jobs = [job("a"), job("b"), job("c")];
         let mut buf = Vec::new();
         {
-            let mut w = Writer::new("t", &jobs, &mut buf);
+            let mut w = Writer::new("t", &jobs, &mut buf, OutputOptions::default(), None);
             assert!(w.accept(2, ok(2, 5)).is_continue());
             assert!(w.accept(0, ok(0, 1)).is_continue());
             assert!(w.accept(1, ok(1, 10)).is_continue());
-            assert!(w.finish().is_continue());
+            assert!(w.finish(&[], INFO).is_continue());
             assert_eq!(
                 w.summary,
                 Summary {
@@ -215,10 +436,10 @@ mod tests {
     fn errors_are_counted_and_not_printed_to_stdout() {
         let jobs = [job("a"), job("b")];
         let mut buf = Vec::new();
-        let mut w = Writer::new("t", &jobs, &mut buf);
+        let mut w = Writer::new("t", &jobs, &mut buf, OutputOptions::default(), None);
         let _ = w.accept(0, Err(crate::ErrorKind::NotRegular));
         let _ = w.accept(1, ok(1, 1));
-        let _ = w.finish();
+        let _ = w.finish(&[], INFO);
         assert_eq!(w.summary.errors, 1);
         assert_eq!(w.summary.files, 1);
         drop(w);
@@ -245,9 +466,9 @@ mod tests {
             }
         }
         let jobs = [job("a")];
-        let mut w = Writer::new("t", &jobs, Closed);
+        let mut w = Writer::new("t", &jobs, Closed, OutputOptions::default(), None);
         let _ = w.accept(0, ok(0, 0));
-        assert!(w.finish().is_break());
+        assert!(w.finish(&[], INFO).is_break());
         assert!(w.write_error.is_none());
     }
 }

@@ -25,6 +25,15 @@ use crate::error::{Error, ErrorKind};
 use crate::escape::path_bytes;
 pub use crate::strategy::Job;
 
+/// An entry that is neither a regular file nor a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Its path, root joined with the path below it.
+    pub path: PathBuf,
+    /// What it is: `symlink`, `fifo`, `socket`, `block_device`, `char_device`.
+    pub kind: &'static str,
+}
+
 /// The outcome of walking all roots.
 #[derive(Debug, Default)]
 pub struct Plan {
@@ -33,7 +42,7 @@ pub struct Plan {
     /// Paths that could not be walked or examined, in walk order.
     pub errors: Vec<Error>,
     /// Entries that are not regular files or directories (links, FIFOs, ...).
-    pub skipped: u64,
+    pub skipped: Vec<Skipped>,
 }
 
 impl Plan {
@@ -61,10 +70,12 @@ fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
         Err(e) => return plan.errors.push(Error::new(root, e)),
     };
     if meta.is_file() {
+        // Relative to its root, a file given by name is just its name.
+        let name_len = root.file_name().map_or(0, |n| n.len());
+        let rel = path_bytes(root).len() - name_len;
         plan.files.push(Job {
-            path: root.to_path_buf(),
-            size: meta.len(),
-            follow: true,
+            rel,
+            ..Job::new(root.to_path_buf(), meta.len(), true)
         });
         return;
     }
@@ -85,27 +96,56 @@ fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
                     continue;
                 }
                 if !ft.is_file() {
-                    plan.skipped += 1;
+                    plan.skipped.push(Skipped {
+                        kind: kind_name(ft),
+                        path: entry.into_path(),
+                    });
                     continue;
                 }
+                // Everything below the root and the separator after it.
+                let rel = entry.path().as_os_str().len()
+                    - entry
+                        .path()
+                        .strip_prefix(root)
+                        .map_or(0, |r| r.as_os_str().len());
                 // `metadata` follows links only when the walk does, like `find`.
                 match entry.metadata() {
                     Ok(m) => plan.files.push(Job {
-                        size: m.len(),
-                        path: entry.into_path(),
-                        follow,
+                        rel,
+                        ..Job::new(entry.into_path(), m.len(), follow)
                     }),
                     Err(e) => plan.errors.push(walk_error(e, root)),
                 }
             }
             Err(e) => {
-                if follow && is_dangling_link(&e) {
-                    plan.skipped += 1;
+                if let Some(path) = e.path().filter(|_| follow && is_dangling_link(&e)) {
+                    let path = path.to_path_buf();
+                    plan.skipped.push(Skipped {
+                        path,
+                        kind: "symlink",
+                    });
                 } else {
                     plan.errors.push(walk_error(e, root));
                 }
             }
         }
+    }
+}
+
+fn kind_name(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_symlink() {
+        "symlink"
+    } else if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() {
+        "block_device"
+    } else if ft.is_char_device() {
+        "char_device"
+    } else {
+        "other"
     }
 }
 
@@ -160,6 +200,8 @@ mod tests {
         let plan = plan(&[r.to_path_buf()], false);
         // '-' (0x2d) sorts before '/' (0x2f); 'B' before 'a'.
         assert_eq!(names(&plan, r), ["B", "a-c", "a/b"]);
+        let rels: Vec<&[u8]> = plan.files.iter().map(|f| f.rel_path()).collect();
+        assert_eq!(rels, [&b"B"[..], b"a-c", b"a/b"]);
         assert_eq!(plan.total_bytes(), 3);
         assert!(plan.errors.is_empty());
     }
@@ -173,10 +215,15 @@ mod tests {
         symlink("missing", r.join("dangling")).unwrap();
         let p = plan(&[r.to_path_buf()], false);
         assert_eq!(names(&p, r), ["f"]);
-        assert_eq!(p.skipped, 2);
+        assert_eq!(p.skipped.len(), 2);
+        assert!(p.skipped.iter().all(|s| s.kind == "symlink"));
         let p = plan(&[r.to_path_buf()], true);
         assert_eq!(names(&p, r), ["f", "link"]);
-        assert_eq!(p.skipped, 1, "the dangling link is skipped, not an error");
+        assert_eq!(
+            p.skipped.len(),
+            1,
+            "the dangling link is skipped, not an error"
+        );
         assert!(p.errors.is_empty());
     }
 
@@ -202,6 +249,7 @@ mod tests {
         let p = plan(&[r.join("nope"), r.join("f")], false);
         assert_eq!(p.files.len(), 1);
         assert!(p.files[0].follow, "a file root is opened following links");
+        assert_eq!(p.files[0].rel_path(), b"f");
         assert_eq!(p.errors.len(), 1);
         assert_eq!(
             p.errors[0].to_string(),

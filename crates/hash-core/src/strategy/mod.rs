@@ -30,6 +30,26 @@ pub struct Job {
     pub size: u64,
     /// Whether opening may follow a final symbolic link (roots, `-L`, check mode).
     pub follow: bool,
+    /// Byte offset in `path` where the path relative to its root starts (for
+    /// the tree digest, which must not depend on the root's name).
+    pub rel: usize,
+}
+
+impl Job {
+    /// A job for `path` (relative part: the whole path).
+    pub fn new(path: PathBuf, size: u64, follow: bool) -> Job {
+        Job {
+            path,
+            size,
+            follow,
+            rel: 0,
+        }
+    }
+
+    /// The path below its root, as raw bytes.
+    pub fn rel_path(&self) -> &[u8] {
+        &crate::escape::path_bytes(&self.path)[self.rel..]
+    }
 }
 
 /// What hashing one file gave.
@@ -102,11 +122,7 @@ mod tests {
     use super::*;
 
     fn job(size: u64) -> Job {
-        Job {
-            path: PathBuf::from("x"),
-            size,
-            follow: false,
-        }
+        Job::new(PathBuf::from("x"), size, false)
     }
 
     /// Run an in-process strategy and collect outcomes by job index.

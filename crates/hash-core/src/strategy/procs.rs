@@ -495,11 +495,7 @@ mod tests {
     #[test]
     fn requests_round_trip_with_raw_bytes() {
         let path = PathBuf::from(OsStr::from_bytes(b"d/\xff\nname\\x"));
-        let job = Job {
-            path: path.clone(),
-            size: 3,
-            follow: true,
-        };
+        let job = Job::new(path.clone(), 3, true);
         let mut wire = Vec::new();
         write_request(&mut wire, 7, &job).unwrap();
         write_request(
@@ -533,11 +529,7 @@ mod tests {
 
     #[test]
     fn a_truncated_request_is_an_error_not_a_clean_end() {
-        let job = Job {
-            path: PathBuf::from("abc"),
-            size: 0,
-            follow: false,
-        };
+        let job = Job::new(PathBuf::from("abc"), 0, false);
         let mut wire = Vec::new();
         write_request(&mut wire, 1, &job).unwrap();
         for cut in 1..wire.len() {

@@ -1,0 +1,327 @@
+//! `-c/--check`: verify files against manifests, the way GNU `sha256sum -c` does.
+//!
+//! Each manifest (a file, or `-` for stdin) is parsed with one
+//! [`CheckParser`](crate::checkline::CheckParser) for the whole run (GNU's
+//! format-guessing state carries across manifests), its listed files are
+//! hashed by the binary's own strategy, and results are printed in manifest
+//! order: `NAME: OK`, `NAME: FAILED`, or `NAME: FAILED open or read` after a
+//! `tool: NAME: reason` on stderr. Then come GNU's summary warnings. Options
+//! keep GNU's meanings, verified against coreutils 9.1:
+//! - `--quiet` drops the `OK` lines; `--status` prints nothing on stdout and no
+//!   summary, only read errors on stderr; `--warn` reports each malformed line
+//!   with its line number. The last of the three given wins, as in GNU.
+//! - `--strict` makes malformed lines fail the run (otherwise they only warn).
+//! - `--ignore-missing` skips listed files that do not exist, but a manifest in
+//!   which nothing at all was verified still fails.
+//!
+//! Exit status 0 only when every listed file matched (and, with `--strict`,
+//! every line was well formed).
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use crate::app::Exit;
+use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
+use crate::error::{Error, ErrorKind};
+use crate::escape::{bytes_path, escape_status_name};
+use crate::output::{report_error, InOrder};
+use crate::progress::Progress;
+use crate::strategy::{Job, Strategy};
+
+/// GNU's check-mode switches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Do not print `OK` lines.
+    pub quiet: bool,
+    /// Print nothing on stdout; the exit status tells.
+    pub status: bool,
+    /// Report each malformed line.
+    pub warn: bool,
+    /// Malformed lines make the run fail.
+    pub strict: bool,
+    /// Files that do not exist are not reported.
+    pub ignore_missing: bool,
+}
+
+/// Counts for one manifest, which decide its warnings and the exit status.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    /// Lines that are not valid manifest lines.
+    pub malformed: u64,
+    /// Files that matched.
+    pub ok: u64,
+    /// Files whose digest differed.
+    pub mismatched: u64,
+    /// Files that could not be opened or read.
+    pub unreadable: u64,
+    /// Missing files skipped under `--ignore-missing`.
+    pub missing_ignored: u64,
+}
+
+/// Everything one run needs besides the manifests.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckRun<'a> {
+    /// Program name for messages.
+    pub tool: &'a str,
+    /// How to hash.
+    pub strategy: Strategy,
+    /// Workers.
+    pub jobs: usize,
+    /// GNU switches.
+    pub opts: CheckOptions,
+    /// Show a progress line.
+    pub progress: bool,
+}
+
+/// Check every manifest; the exit status covers them all.
+pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
+    let mut parser = CheckParser::new();
+    let mut failed = false;
+    let stdout = io::stdout();
+    for &manifest in manifests {
+        let name = if manifest == Path::new("-") {
+            "standard input".to_owned()
+        } else {
+            crate::escape::display_path(manifest)
+        };
+        let data = match read_manifest(manifest) {
+            Ok(d) => d,
+            Err(e) => {
+                report_error(run.tool, &Error::new(manifest, e), None);
+                failed = true;
+                continue;
+            }
+        };
+        let mut out = io::BufWriter::new(stdout.lock());
+        let tally = check_manifest(run, &name, &data, &mut parser, &mut out);
+        let closed = out.flush().is_err();
+        drop(out);
+        if closed {
+            return Exit::Success; // the reader went away
+        }
+        failed |= summarise(run.tool, &name, &run.opts, &tally);
+    }
+    if failed {
+        Exit::Failure
+    } else {
+        Exit::Success
+    }
+}
+
+fn read_manifest(path: &Path) -> io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    if path == Path::new("-") {
+        io::stdin().lock().read_to_end(&mut data)?;
+    } else {
+        data = fs::read(path)?;
+    }
+    Ok(data)
+}
+
+/// Parse `data`, hash what it lists, print per-file lines to `out`.
+pub fn check_manifest(
+    run: &CheckRun<'_>,
+    name: &str,
+    data: &[u8],
+    parser: &mut CheckParser,
+    out: &mut impl Write,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut entries: Vec<CheckLine> = Vec::new();
+    for (line_no, line) in split_lines(data, false) {
+        match parser.parse(line) {
+            Ok(Parsed::Entry(entry)) => entries.push(entry),
+            Ok(Parsed::Skip) => {}
+            Err(_) => {
+                tally.malformed += 1;
+                if run.opts.warn {
+                    eprintln!(
+                        "{}: {name}: {line_no}: improperly formatted SHA256 checksum line",
+                        run.tool
+                    );
+                }
+            }
+        }
+    }
+    if entries.is_empty() {
+        return tally;
+    }
+    let jobs: Vec<Job> = entries
+        .iter()
+        .map(|e| {
+            let path = bytes_path(&e.path).to_path_buf();
+            // A size hint for largest-first scheduling; a missing file is 0
+            // here and reported when the strategy tries to open it.
+            let size = fs::metadata(&path).map_or(0, |m| m.len());
+            Job::new(path, size, true)
+        })
+        .collect();
+    let progress = run
+        .progress
+        .then(|| Progress::start(jobs.len() as u64, jobs.iter().map(|j| j.size).sum()));
+    let mut order = InOrder::new(jobs.len());
+    run.strategy
+        .run(run.tool, &jobs, run.jobs, &mut |i, outcome| {
+            order.put(i, outcome, |i, outcome| {
+                if let Some(p) = &progress {
+                    p.file_done(jobs[i].size);
+                }
+                let entry = &entries[i];
+                let verdict: &[u8] = match outcome {
+                    Ok(d) if d.digest == entry.digest => {
+                        tally.ok += 1;
+                        if run.opts.quiet || run.opts.status {
+                            return ControlFlow::Continue(());
+                        }
+                        b"OK"
+                    }
+                    Ok(_) => {
+                        tally.mismatched += 1;
+                        b"FAILED"
+                    }
+                    Err(ErrorKind::Io(e))
+                        if run.opts.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
+                    {
+                        tally.missing_ignored += 1;
+                        return ControlFlow::Continue(());
+                    }
+                    Err(kind) => {
+                        tally.unreadable += 1;
+                        let _ = out.flush();
+                        report_error(
+                            run.tool,
+                            &Error::new(jobs[i].path.clone(), kind),
+                            progress.as_ref(),
+                        );
+                        b"FAILED open or read"
+                    }
+                };
+                if run.opts.status {
+                    return ControlFlow::Continue(());
+                }
+                match write_status(out, &entry.path, verdict) {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(_) => ControlFlow::Break(()),
+                }
+            })
+        });
+    if let Some(p) = progress {
+        p.finish();
+    }
+    tally
+}
+
+/// `NAME: VERDICT`, with GNU's check-mode escaping of the name.
+pub fn write_status(out: &mut impl Write, name: &[u8], verdict: &[u8]) -> io::Result<()> {
+    let (escaped, name) = escape_status_name(name);
+    if escaped {
+        out.write_all(b"\\")?;
+    }
+    out.write_all(&name)?;
+    out.write_all(b": ")?;
+    out.write_all(verdict)?;
+    out.write_all(b"\n")
+}
+
+/// Print GNU's warnings for one manifest; return whether it failed.
+fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
+    let listed = t.ok + t.mismatched + t.unreadable + t.missing_ignored;
+    if listed == 0 {
+        eprintln!("{tool}: {name}: no properly formatted checksum lines found");
+        return true;
+    }
+    if !opts.status {
+        let plural = |n: u64, one: &str, many: &str| {
+            if n == 1 {
+                format!("{tool}: WARNING: 1 {one}")
+            } else {
+                format!("{tool}: WARNING: {n} {many}")
+            }
+        };
+        if t.malformed > 0 {
+            let m = plural(
+                t.malformed,
+                "line is improperly formatted",
+                "lines are improperly formatted",
+            );
+            eprintln!("{m}");
+        }
+        if t.unreadable > 0 {
+            let m = plural(
+                t.unreadable,
+                "listed file could not be read",
+                "listed files could not be read",
+            );
+            eprintln!("{m}");
+        }
+        if t.mismatched > 0 {
+            let m = plural(
+                t.mismatched,
+                "computed checksum did NOT match",
+                "computed checksums did NOT match",
+            );
+            eprintln!("{m}");
+        }
+    }
+    let verified = t.ok + t.mismatched + t.unreadable;
+    if opts.ignore_missing && verified == 0 {
+        eprintln!("{tool}: {name}: no file was verified");
+        return true;
+    }
+    t.mismatched > 0 || t.unreadable > 0 || (opts.strict && t.malformed > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(ok: u64, mismatched: u64, unreadable: u64, malformed: u64) -> Tally {
+        Tally {
+            ok,
+            mismatched,
+            unreadable,
+            malformed,
+            missing_ignored: 0,
+        }
+    }
+
+    #[test]
+    fn exit_decision_follows_gnu() {
+        let o = CheckOptions::default();
+        assert!(!summarise("t", "m", &o, &tally(3, 0, 0, 0)));
+        assert!(summarise("t", "m", &o, &tally(3, 1, 0, 0)));
+        assert!(summarise("t", "m", &o, &tally(3, 0, 1, 0)));
+        assert!(
+            !summarise("t", "m", &o, &tally(3, 0, 0, 2)),
+            "malformed only warns"
+        );
+        let strict = CheckOptions { strict: true, ..o };
+        assert!(summarise("t", "m", &strict, &tally(3, 0, 0, 2)));
+        assert!(
+            summarise("t", "m", &o, &tally(0, 0, 0, 5)),
+            "nothing listed fails"
+        );
+        let im = CheckOptions {
+            ignore_missing: true,
+            ..o
+        };
+        let only_missing = Tally {
+            missing_ignored: 2,
+            ..Tally::default()
+        };
+        assert!(
+            summarise("t", "m", &im, &only_missing),
+            "nothing verified fails"
+        );
+    }
+
+    #[test]
+    fn status_lines_escape_only_names_with_newlines() {
+        let mut out = Vec::new();
+        write_status(&mut out, b"a\\b", b"OK").unwrap();
+        write_status(&mut out, b"n\nl\\", b"FAILED").unwrap();
+        assert_eq!(out, b"a\\b: OK\n\\n\\nl\\\\: FAILED\n");
+    }
+}
