@@ -130,22 +130,35 @@ pub fn check_manifest(
 ) -> Tally {
     let mut tally = Tally::default();
     let mut entries: Vec<CheckLine> = Vec::new();
+    // GNU reports a malformed line when it reaches it, between the verdicts of
+    // the lines around it; remember which malformed lines precede each entry.
+    let mut malformed_before: Vec<Vec<usize>> = Vec::new();
+    let mut malformed: Vec<usize> = Vec::new();
     for (line_no, line) in split_lines(data, false) {
         match parser.parse(line) {
-            Ok(Parsed::Entry(entry)) => entries.push(entry),
+            Ok(Parsed::Entry(entry)) => {
+                entries.push(entry);
+                malformed_before.push(std::mem::take(&mut malformed));
+            }
             Ok(Parsed::Skip) => {}
             Err(_) => {
                 tally.malformed += 1;
-                if run.opts.warn {
-                    eprintln!(
-                        "{}: {name}: {line_no}: improperly formatted SHA256 checksum line",
-                        run.tool
-                    );
-                }
+                malformed.push(line_no);
             }
         }
     }
+    let warn_malformed = |line_numbers: &[usize]| {
+        if run.opts.warn {
+            for line_no in line_numbers {
+                eprintln!(
+                    "{}: {name}: {line_no}: improperly formatted SHA256 checksum line",
+                    run.tool
+                );
+            }
+        }
+    };
     if entries.is_empty() {
+        warn_malformed(&malformed);
         return tally;
     }
     let jobs: Vec<Job> = entries
@@ -210,6 +223,7 @@ pub fn check_manifest(
     if let Some(p) = progress {
         p.finish();
     }
+    warn_malformed(&malformed);
     tally
 }
 

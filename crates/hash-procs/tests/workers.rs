@@ -188,3 +188,22 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
     assert_eq!(show(&out.stdout).lines().count(), 5);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
+    let t = tree(6);
+    let slow = |extra: &[&str]| {
+        run(Command::new(BIN)
+            .args(["-j", "1"])
+            .args(extra)
+            .arg(t.root())
+            .env("HASHRACE_TEST_WORKER_DELAY_MS", "150"))
+    };
+    let forced = slow(&["--progress"]);
+    let err = show(&forced.stderr);
+    assert!(err.contains(" MiB/s, ETA "), "{err}");
+    assert!(err.contains("/6 files"), "{err}");
+    assert_eq!(forced.stdout, reference("-H", &[t.root()]));
+    let default = slow(&[]);
+    assert_eq!(show(&default.stderr), "");
+}

@@ -403,6 +403,289 @@ macro_rules! conformance_tests {
             assert_eq!(show(&out.stdout), show(&reference("-H", &[&d, &d])));
         }
 
+        #[test]
+        fn zero_and_tag_outputs_match_gnu() {
+            let t = Tree::nasty();
+            let z = run(std::process::Command::new("sh")
+                .arg("-c")
+                .arg("find -H \"$1\" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum -z")
+                .arg("sh")
+                .arg(t.root()));
+            let out = hash(BIN, &[OsStr::new("-z"), t.root().as_os_str()]);
+            assert_eq!(out.stdout, z.stdout, "-z");
+            let tag = run(std::process::Command::new("sh")
+                .arg("-c")
+                .arg("find -H \"$1\" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum --tag")
+                .arg("sh")
+                .arg(t.root()));
+            let out = hash(BIN, &[OsStr::new("--tag"), t.root().as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&tag.stdout), "--tag");
+        }
+
+        #[test]
+        fn manifests_round_trip_through_gnu_and_ourselves() {
+            let t = Tree::nasty();
+            let dir = tempfile::tempdir().unwrap();
+            for style in [None, Some("--tag")] {
+                let mut args: Vec<&OsStr> = style.iter().map(OsStr::new).collect();
+                args.push(t.root().as_os_str());
+                let made = hash(BIN, &args);
+                assert_eq!(made.status.code(), Some(0));
+                let manifest = dir.path().join("SUMS");
+                std::fs::write(&manifest, &made.stdout).unwrap();
+                let gnu = run(std::process::Command::new("sha256sum")
+                    .args(["-c", "--strict"])
+                    .arg(&manifest));
+                assert_eq!(
+                    gnu.status.code(),
+                    Some(0),
+                    "GNU rejects our {style:?} manifest: {}",
+                    show(&gnu.stderr)
+                );
+                let ours = hash(
+                    BIN,
+                    &[
+                        OsStr::new("-c"),
+                        OsStr::new("--strict"),
+                        manifest.as_os_str(),
+                    ],
+                );
+                assert_eq!(show(&ours.stdout), show(&gnu.stdout), "{style:?}");
+                assert_eq!(show(&ours.stderr), "");
+                assert_eq!(ours.status.code(), Some(0));
+            }
+        }
+
+        /// Run GNU and us on one manifest with the same switches, as `nobody`
+        /// (so an unreadable file is real), in `dir`; compare everything.
+        fn same_as_gnu_check(dir: &Path, manifest: &str, switches: &[&str]) {
+            let gnu = run(std::process::Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--",
+                    "sha256sum",
+                    "-c",
+                ])
+                .args(switches)
+                .arg(manifest)
+                .current_dir(dir));
+            let ours = run(as_nobody(BIN)
+                .arg("-c")
+                .args(switches)
+                .arg(manifest)
+                .current_dir(dir));
+            let ctx = format!("{manifest} {switches:?}");
+            assert_eq!(show(&ours.stdout), show(&gnu.stdout), "stdout, {ctx}");
+            assert_eq!(
+                show(&ours.stderr),
+                show(&gnu.stderr).replace("sha256sum:", &format!("{NAME}:")),
+                "stderr, {ctx}"
+            );
+            assert_eq!(ours.status.code(), gnu.status.code(), "status, {ctx}");
+        }
+
+        #[test]
+        fn check_mode_matches_gnu_verdicts_messages_and_statuses() {
+            use std::os::unix::fs::PermissionsExt;
+            let t = Tree::new();
+            t.file(b"good", b"good\n");
+            t.file(b"bad", b"changed\n");
+            let locked = t.file(b"locked", b"secret\n");
+            std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+            let good = sha256sum(&[&t.path(b"good")]);
+            let hex = |line: &[u8]| String::from_utf8(line[..64].to_vec()).unwrap();
+            let g = hex(&good);
+            let zeros = "0".repeat(64);
+            let manifests: &[(&str, String)] = &[
+                (
+                    "all-ok",
+                    format!("{g}  good\n{g} *good\nSHA256 (good) = {g}\n"),
+                ),
+                (
+                    "mixed",
+                    format!("{g}  good\n{zeros}  bad\n{g}  missing\n{g}  locked\nnot a line\n"),
+                ),
+                ("only-missing", format!("{g}  missing\n# comment\n")),
+                ("malformed-only", "garbage\n\n".to_owned()),
+                ("crlf", format!("{g}  good\r\n")),
+            ];
+            for (name, text) in manifests {
+                t.file(name.as_bytes(), text.as_bytes());
+            }
+            for (name, _) in manifests {
+                for switches in [
+                    &[][..],
+                    &["--quiet"],
+                    &["--status"],
+                    &["--warn"],
+                    &["--strict"],
+                    &["--ignore-missing"],
+                    &["--status", "--warn"],
+                    &["--strict", "--quiet", "--ignore-missing"],
+                ] {
+                    same_as_gnu_check(t.root(), name, switches);
+                }
+            }
+            same_as_gnu_check(t.root(), "no-such-manifest", &[]);
+        }
+
+        #[test]
+        fn check_reads_the_manifest_from_stdin() {
+            let t = Tree::new();
+            let f = t.file(b"f", b"x");
+            let sums = sha256sum(&[&f]);
+            let mut child = std::process::Command::new(BIN)
+                .args(["-c", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(&sums).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(show(&out.stdout), format!("{}: OK\n", f.display()));
+            assert_eq!(out.status.code(), Some(0));
+        }
+
+        #[test]
+        fn json_agrees_with_the_text_output() {
+            let t = Tree::nasty();
+            let text = hash(BIN, &[t.root().as_os_str()]);
+            let out = hash(
+                BIN,
+                &[OsStr::new("--json"), OsStr::new("-L"), t.root().as_os_str()],
+            );
+            assert_eq!(out.status.code(), Some(1), "loops under -L are errors");
+            let report: hash_core::report::Report = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(report.schema_version, hash_core::report::SCHEMA_VERSION);
+            assert_eq!(report.tool, NAME);
+            // Rebuild GNU lines from the JSON and compare with the -L text output.
+            let follow_text = hash(BIN, &[OsStr::new("-L"), t.root().as_os_str()]);
+            let mut rebuilt = Vec::new();
+            for f in &report.files {
+                let path = f.path.to_bytes().unwrap();
+                let mut d = [0u8; 32];
+                d.copy_from_slice(&hash_core::report::unhex(&f.sha256).unwrap());
+                hash_core::output::write_line(&mut rebuilt, &Default::default(), &d, &path)
+                    .unwrap();
+            }
+            assert_eq!(show(&rebuilt), show(&follow_text.stdout));
+            assert!(
+                report.files.iter().any(|f| f.path.path_hex.is_some()),
+                "invalid UTF-8 kept"
+            );
+            let kinds: Vec<&str> = report.errors.iter().map(|e| e.kind.as_str()).collect();
+            assert_eq!(kinds, ["loop", "io", "io"]);
+            assert_eq!(report.summary.files as usize, report.files.len());
+            assert_eq!(report.summary.errors, 3);
+            assert_eq!(
+                report.summary.bytes,
+                report.files.iter().map(|f| f.size).sum::<u64>()
+            );
+            // Without -L: links and the FIFO are listed as skipped.
+            let out = hash(BIN, &[OsStr::new("--json"), t.root().as_os_str()]);
+            let report: hash_core::report::Report = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                report.files.len(),
+                text.stdout.iter().filter(|&&b| b == b'\n').count()
+            );
+            let mut skipped: Vec<&str> = report.skipped.iter().map(|s| s.kind.as_str()).collect();
+            skipped.sort();
+            assert_eq!(
+                skipped,
+                ["fifo", "symlink", "symlink", "symlink", "symlink", "symlink"]
+            );
+        }
+
+        fn tree_digest(root: &Path, extra: &[&str]) -> String {
+            let mut args: Vec<&OsStr> = extra.iter().map(OsStr::new).collect();
+            args.push(OsStr::new("--tree"));
+            args.push(root.as_os_str());
+            let out = hash(BIN, &args);
+            let text = show(&out.stdout);
+            let last = text.lines().last().unwrap().to_owned();
+            last.strip_prefix("# tree-sha256 ")
+                .expect("a tree line")
+                .to_owned()
+        }
+
+        #[test]
+        fn the_tree_digest_tracks_content_names_and_layout_not_the_root() {
+            let parent = Tree::new();
+            let a = parent.path(b"one");
+            parent.file(b"one/x/a", b"a");
+            parent.file(b"one/b", b"b");
+            parent.file(b"one/new\nline", b"n");
+            let base = tree_digest(&a, &[]);
+            for jobs in jobs_variants() {
+                assert_eq!(tree_digest(&a, &jobs), base, "{jobs:?}");
+            }
+            std::fs::rename(&a, parent.path(b"renamed-root")).unwrap();
+            let a = parent.path(b"renamed-root");
+            assert_eq!(tree_digest(&a, &[]), base, "the root's name is not covered");
+            std::fs::write(a.join("b"), b"c").unwrap();
+            let edited = tree_digest(&a, &[]);
+            assert_ne!(edited, base, "one-byte edit");
+            std::fs::write(a.join("b"), b"b").unwrap();
+            assert_eq!(tree_digest(&a, &[]), base);
+            std::fs::rename(a.join("b"), a.join("c")).unwrap();
+            assert_ne!(tree_digest(&a, &[]), base, "rename");
+            std::fs::rename(a.join("c"), a.join("x/b")).unwrap();
+            assert_ne!(tree_digest(&a, &[]), base, "move to another directory");
+            std::fs::rename(a.join("x/b"), a.join("b")).unwrap();
+            assert_eq!(tree_digest(&a, &[]), base);
+            // The comment line keeps the manifest checkable by GNU.
+            let out = hash(BIN, &[OsStr::new("--tree"), a.as_os_str()]);
+            let m = parent.path(b"SUMS");
+            std::fs::write(&m, &out.stdout).unwrap();
+            let gnu = run(std::process::Command::new("sha256sum")
+                .args(["-c", "--strict"])
+                .arg(&m));
+            assert_eq!(gnu.status.code(), Some(0), "{}", show(&gnu.stderr));
+        }
+
+        #[test]
+        fn files_from_lists_paths_newline_or_nul_separated() {
+            let t = Tree::nasty();
+            let a = t.path(b"with space");
+            let b = t.path(b"deep");
+            let want = reference("-H", &[&a, &b]);
+            let list = t.file(
+                b"../list-nl",
+                format!("{}\n\n{}\n", a.display(), b.display()).as_bytes(),
+            );
+            let out = hash(BIN, &[OsStr::new("--files-from"), list.as_os_str()]);
+            assert_eq!(show(&out.stdout), show(&want));
+            let mut nul = t.path(b"with space").into_os_string().into_encoded_bytes();
+            nul.push(0);
+            nul.extend_from_slice(b.as_os_str().as_encoded_bytes());
+            let list0 = t.file(b"../list-nul", &nul);
+            let out = hash(
+                BIN,
+                &[
+                    OsStr::new("--files-from"),
+                    list0.as_os_str(),
+                    OsStr::new("-0"),
+                ],
+            );
+            assert_eq!(show(&out.stdout), show(&want));
+            std::fs::remove_file(list).unwrap();
+            std::fs::remove_file(list0).unwrap();
+        }
+
+        #[test]
+        fn no_progress_is_drawn_when_stderr_is_not_a_terminal() {
+            let t = Tree::new();
+            for i in 0..500 {
+                t.file(format!("f{i}").as_bytes(), &pattern(20_000));
+            }
+            let out = hash(BIN, &[t.root().as_os_str()]);
+            assert_eq!(show(&out.stderr), "", "stderr is a pipe here: no progress");
+            assert_eq!(out.status.code(), Some(0));
+        }
+
         #[allow(dead_code)]
         fn _uses(_: &Path) {}
     };

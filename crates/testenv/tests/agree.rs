@@ -53,3 +53,36 @@ fn all_four_binaries_agree_for_every_job_count() {
         }
     }
 }
+
+#[test]
+fn all_four_binaries_give_the_same_tree_digest_and_json_files() {
+    let t = Tree::nasty();
+    let mut seen: Vec<(String, Vec<u8>)> = Vec::new();
+    for name in ["hash-serial", "hash-threads", "hash-procs", "hash-async"] {
+        let bin = binary(name);
+        let jobs: &[&str] = if name == "hash-serial" {
+            &[]
+        } else {
+            &["-j", "3"]
+        };
+        let mut args: Vec<&OsStr> = jobs.iter().map(OsStr::new).collect();
+        args.push(OsStr::new("--tree"));
+        args.push(t.root().as_os_str());
+        let out = hash(bin.to_str().unwrap(), &args);
+        let text = show(&out.stdout);
+        let tree = text.lines().last().unwrap().to_owned();
+        assert!(tree.starts_with("# tree-sha256 "), "{name}: {tree}");
+        args.insert(0, OsStr::new("--json"));
+        let json = hash(bin.to_str().unwrap(), &args);
+        let report: hash_core::report::Report = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(
+            Some(&tree["# tree-sha256 ".len()..]),
+            report.tree_sha256.as_deref()
+        );
+        let files = serde_json::to_vec(&report.files).unwrap();
+        seen.push((tree, files));
+    }
+    for (i, s) in seen.iter().enumerate().skip(1) {
+        assert_eq!(s, &seen[0], "binary #{i} disagrees with hash-serial");
+    }
+}
