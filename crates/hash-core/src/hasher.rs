@@ -65,9 +65,80 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Alignment and size of the allocation behind a [`ReadBuf`]: one huge page.
+const BUF_ALLOC: usize = 2 * 1024 * 1024;
+
+/// A worker's reusable read buffer of [`READ_BUF_SIZE`] bytes.
+///
+/// Why not a plain `Vec`: measured on this project's VMs, `read()` into an
+/// ordinary 256 KiB heap buffer ran at 1.2–1.8 GiB/s from page cache for the
+/// whole run in some processes and ~5 GiB/s in others, depending only on which
+/// memory the allocator handed out (guest memory returned to the host comes
+/// back slower). A 2 MiB-aligned allocation advised with `MADV_HUGEPAGE` ran at
+/// ~5 GiB/s every time, so every worker gets one of those (2 MiB each).
+#[derive(Debug)]
+pub struct ReadBuf {
+    ptr: std::ptr::NonNull<u8>,
+}
+
+// SAFETY: ReadBuf uniquely owns its allocation, like a Box<[u8]>.
+unsafe impl Send for ReadBuf {}
+
+impl ReadBuf {
+    fn layout() -> std::alloc::Layout {
+        // 2 MiB is a power of two and a multiple of itself: a valid layout.
+        std::alloc::Layout::from_size_align(BUF_ALLOC, BUF_ALLOC).expect("valid layout")
+    }
+
+    /// Allocate a buffer (zeroed).
+    pub fn new() -> ReadBuf {
+        let layout = Self::layout();
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: [ptr, ptr + BUF_ALLOC) is our allocation and 2 MiB-aligned;
+        // madvise only changes how the kernel backs it, and failing is harmless.
+        unsafe {
+            libc::madvise(ptr.as_ptr().cast(), BUF_ALLOC, libc::MADV_HUGEPAGE);
+        }
+        ReadBuf { ptr }
+    }
+}
+
+impl Default for ReadBuf {
+    fn default() -> Self {
+        ReadBuf::new()
+    }
+}
+
+impl std::ops::Deref for ReadBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the allocation holds BUF_ALLOC >= READ_BUF_SIZE initialised
+        // (zeroed) bytes, owned by self for the lifetime of the borrow.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), READ_BUF_SIZE) }
+    }
+}
+
+impl std::ops::DerefMut for ReadBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), READ_BUF_SIZE) }
+    }
+}
+
+impl Drop for ReadBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this very layout, freed only here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::layout()) }
+    }
+}
+
 /// A fresh read buffer of [`READ_BUF_SIZE`] bytes.
-pub fn new_buffer() -> Vec<u8> {
-    vec![0; READ_BUF_SIZE]
+pub fn new_buffer() -> ReadBuf {
+    ReadBuf::new()
 }
 
 /// Open `path` for hashing: non-blocking, regular files only, following a
@@ -158,6 +229,15 @@ mod tests {
             hash_reader(&million_a[..], &mut buf).unwrap().hex(),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
         );
+    }
+
+    #[test]
+    fn read_buffers_are_zeroed_and_exactly_read_buf_size() {
+        let mut b = new_buffer();
+        assert_eq!(b.len(), READ_BUF_SIZE);
+        assert!(b.iter().all(|&x| x == 0));
+        b[READ_BUF_SIZE - 1] = 7;
+        assert_eq!(b[READ_BUF_SIZE - 1], 7);
     }
 
     #[test]

@@ -21,11 +21,11 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Semaphore};
 
 use super::{largest_first, Job, Sink};
-use crate::hasher::{hash_file, new_buffer};
+use crate::hasher::{hash_file, new_buffer, ReadBuf};
 
 thread_local! {
     /// One read buffer per blocking-pool thread, reused across files.
-    static BUF: RefCell<Vec<u8>> = RefCell::new(new_buffer());
+    static BUF: RefCell<ReadBuf> = RefCell::new(new_buffer());
 }
 
 pub(super) fn run(jobs: &[Job], in_flight: usize, sink: &mut Sink<'_>) {

@@ -5,18 +5,20 @@
 //! and the raw bytes of a path, length-prefixed so any name survives — and
 //! answers on stdout with the id and either the digest and size or the error.
 //!
-//! Scheduling is dynamic: each worker holds at most [`DEPTH`] files at a time
-//! (one hashing, one queued so it never waits for the parent), and gets the next
-//! file, largest first, as it answers. One reader thread per worker turns its
+//! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
+//! hashing, one queued so it never waits for the parent) — or, for small files,
+//! a batch of up to [`MAX_BATCH`] totalling under [`BATCH_BYTES`] — and gets
+//! more, largest first, as it answers. One reader thread per worker turns its
 //! answers into events on a channel; the calling thread alone owns the queue and
 //! the workers, so there is no shared mutable state.
 //!
 //! Failure handling, the point of using processes at all:
 //! - A worker that crashes or is killed closes its stdout. Its unfinished files
 //!   go back to the front of the queue, a replacement worker is started, and a
-//!   notice goes to stderr. A file that has now been lost [`MAX_ATTEMPTS`] times
-//!   is reported as an error instead (it is probably what kills workers), so a
-//!   poisonous file cannot loop forever, and the exit status says so.
+//!   notice goes to stderr. The file it was hashing when it died is charged
+//!   with an attempt; one charged [`MAX_ATTEMPTS`] times is reported as an
+//!   error instead (it is probably what kills workers), so a poisonous file
+//!   cannot loop forever, and the exit status says so.
 //! - Workers never outlive the parent: each asks the kernel for `SIGKILL` when
 //!   its parent dies (`PR_SET_PDEATHSIG`), and exits at end of input anyway.
 //!   Ctrl-C reaches the whole process group.
@@ -42,8 +44,17 @@ use crate::hasher::{hash_file, new_buffer, FileDigest};
 /// `argv[1]` that turns a `hash-procs` process into a worker.
 pub const WORKER_ARG: &str = "__hashrace_worker";
 
-/// Files handed to one worker at a time.
+/// Files a worker always holds when there is work: one hashing, one queued, so
+/// it never waits for the parent between two files.
 const DEPTH: usize = 2;
+
+/// Small files are handed out in batches, so that 20 k files of 4 KiB do not
+/// cost 20 k round trips: a worker may hold up to this many files...
+const MAX_BATCH: usize = 64;
+
+/// ...as long as what it holds stays under this many bytes. Large files (which
+/// come first) therefore go two at a time, keeping the tail balanced.
+const BATCH_BYTES: u64 = 4 * 1024 * 1024;
 
 /// How many times a file may be lost with a dying worker before it is reported.
 const MAX_ATTEMPTS: u8 = 2;
@@ -225,6 +236,8 @@ struct Worker {
     stdin: Option<BufWriter<ChildStdin>>,
     /// Ids sent and not yet answered, oldest first.
     in_flight: VecDeque<u32>,
+    /// Planned bytes of `in_flight`.
+    in_flight_bytes: u64,
 }
 
 struct Pool<'a, 's> {
@@ -299,6 +312,7 @@ impl Pool<'_, '_> {
                     if let Some(w) = self.workers[worker].as_mut() {
                         if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
                             w.in_flight.remove(pos);
+                            w.in_flight_bytes -= self.jobs[id as usize].size;
                         }
                     }
                     self.report(id, outcome)?;
@@ -374,11 +388,17 @@ impl Pool<'_, '_> {
             child,
             stdin: Some(BufWriter::new(stdin)),
             in_flight: VecDeque::new(),
+            in_flight_bytes: 0,
         }));
     }
 
-    /// Top up one worker to `DEPTH` files; close its input when the queue is dry.
+    /// Top up one worker (see the module doc); close its input when the queue
+    /// is dry.
     fn feed(&mut self, index: usize) {
+        // Never batch more than a fair share of what is left, so that with few
+        // files every worker still gets some.
+        let share = self.queue.len() / self.live_workers().max(1);
+        let batch = MAX_BATCH.min(share).max(DEPTH);
         let Some(w) = self.workers[index].as_mut() else {
             return;
         };
@@ -386,16 +406,20 @@ impl Pool<'_, '_> {
             return;
         };
         let mut sent = false;
-        while w.in_flight.len() < DEPTH {
-            let Some(id) = self.queue.pop_front() else {
+        while let Some(&id) = self.queue.front() {
+            let size = self.jobs[id as usize].size;
+            let held = w.in_flight.len();
+            let room = held < DEPTH || (held < batch && w.in_flight_bytes + size <= BATCH_BYTES);
+            if !room {
                 break;
-            };
+            }
             if write_request(stdin, id, &self.jobs[id as usize]).is_err() {
                 // The worker is dying; its reader will report it gone.
-                self.queue.push_front(id);
                 return;
             }
+            self.queue.pop_front();
             w.in_flight.push_back(id);
+            w.in_flight_bytes += size;
             sent = true;
         }
         if sent && stdin.flush().is_err() {
@@ -426,9 +450,14 @@ impl Pool<'_, '_> {
             Ok(s) => describe(*s),
             Err(e) => format!("could not be waited for ({e})"),
         };
+        // A worker hashes its files in the order it got them, so only the
+        // oldest was being hashed when it died: only that one is suspect. The
+        // others were merely waiting and go back to the queue as they were.
         let mut retried = 0;
-        for &id in w.in_flight.iter().rev() {
-            self.attempts[id as usize] += 1;
+        for (n, &id) in w.in_flight.iter().enumerate().rev() {
+            if n == 0 {
+                self.attempts[id as usize] += 1;
+            }
             if self.attempts[id as usize] >= MAX_ATTEMPTS {
                 self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
             } else {
