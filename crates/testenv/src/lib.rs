@@ -395,6 +395,26 @@ macro_rules! conformance_tests {
         }
 
         #[test]
+        fn root_spellings_are_kept_as_find_prints_them() {
+            let t = Tree::new();
+            t.file(b"d/x", b"x");
+            t.file(b"d/sub/y", b"y");
+            t.link(b"via-link", "d");
+            for root in ["d", "d/", "d//", "./d", "via-link", "via-link/", "."] {
+                let out = run(std::process::Command::new(BIN)
+                    .arg(root)
+                    .current_dir(t.root()));
+                let want = run(std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg("find -H \"$1\" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum")
+                    .arg("sh")
+                    .arg(root)
+                    .current_dir(t.root()));
+                assert_eq!(show(&out.stdout), show(&want.stdout), "root {root:?}");
+            }
+        }
+
+        #[test]
         fn a_path_given_twice_is_listed_twice_like_find() {
             let t = Tree::new();
             t.file(b"d/x", b"x");
