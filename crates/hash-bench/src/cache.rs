@@ -1,0 +1,352 @@
+//! Page-cache control and measurement: walk a dataset, evict it, read it in, measure how
+//! much of it is resident, and check that a filesystem can be made cold at all.
+//!
+//! - Eviction is `posix_fadvise(POSIX_FADV_DONTNEED)` per file, which needs no root and
+//!   touches nothing but the dataset (what `vmtouch -e` does). Dirty pages are not
+//!   dropped by it, so files still resident afterwards get an `fdatasync` and a second
+//!   fadvise; doing `fdatasync` on every file up front would cost a disk flush per file
+//!   on ext4 (20,000 of them for `small`). `drop_caches` is offered as an alternative
+//!   for root; it also drops dentries and inodes, i.e. the walk goes cold too.
+//! - Residency is `mincore(2)` over a read-only shared mapping of each file, mapped in
+//!   windows so that memory stays bounded on files larger than RAM.
+//! - tmpfs (and ramfs) ignore eviction: [`fs_check`] refuses them by `statfs` magic and,
+//!   with `probe`, by actually writing, evicting and measuring a scratch file, which also
+//!   catches overlay filesystems stacked on memory.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// `statfs` magic numbers of memory-backed filesystems where eviction is a no-op.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+/// How to evict a dataset from the page cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvictMethod {
+    /// `posix_fadvise(POSIX_FADV_DONTNEED)` on each file (no root needed).
+    Fadvise,
+    /// `sync; echo 3 > /proc/sys/vm/drop_caches` (root; drops every cached file and inode).
+    DropCaches,
+}
+
+/// Residency of a set of files, in pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Residency {
+    /// Number of regular files measured.
+    pub files: u64,
+    /// Pages of those files present in the page cache.
+    pub resident_pages: u64,
+    /// Pages the files span (rounded up per file).
+    pub total_pages: u64,
+}
+
+impl Residency {
+    /// Resident share in percent (100 for an empty set: nothing is missing).
+    pub fn percent(&self) -> f64 {
+        if self.total_pages == 0 {
+            100.0
+        } else {
+            self.resident_pages as f64 * 100.0 / self.total_pages as f64
+        }
+    }
+
+    fn add(&mut self, other: Residency) {
+        self.files += other.files;
+        self.resident_pages += other.resident_pages;
+        self.total_pages += other.total_pages;
+    }
+}
+
+/// One residency measurement, as appended (one JSON object per line) to a `--record`
+/// file before each timed run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResidencySample {
+    /// When it was taken, seconds since the Unix epoch.
+    pub unix_time_s: f64,
+    /// What was done just before measuring: `evict` or `none`.
+    pub action: String,
+    /// Number of files measured.
+    pub files: u64,
+    /// Resident pages.
+    pub resident_pages: u64,
+    /// Total pages.
+    pub total_pages: u64,
+    /// Resident share in percent.
+    pub percent: f64,
+}
+
+impl ResidencySample {
+    /// A sample of `r` taken now, after `action`.
+    pub fn now(action: &str, r: Residency) -> Self {
+        Self {
+            unix_time_s: crate::util::unix_now(),
+            action: action.to_string(),
+            files: r.files,
+            resident_pages: r.resident_pages,
+            total_pages: r.total_pages,
+            percent: r.percent(),
+        }
+    }
+
+    /// Append this sample as one JSON line to `path`.
+    pub fn append_to(&self, path: &Path) -> Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let mut line = serde_json::to_string(self)?;
+        line.push('\n');
+        f.write_all(line.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Read every sample of a `--record` file (missing file: none).
+    pub fn read_all(path: &Path) -> Result<Vec<ResidencySample>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l).with_context(|| format!("bad line in {}", path.display()))
+            })
+            .collect()
+    }
+}
+
+/// Every regular file under `path` (or `path` itself if it is a file), sorted. Like
+/// `find -H`: a symlink given as `path` is followed, symlinks below it are not.
+pub fn walk_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    let mut out = Vec::new();
+    if meta.is_file() {
+        out.push(path.to_path_buf());
+    } else if meta.is_dir() {
+        let mut stack = vec![path.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
+                let entry = entry.with_context(|| format!("{}", dir.display()))?;
+                let ft = entry.file_type()?;
+                if ft.is_dir() {
+                    stack.push(entry.path());
+                } else if ft.is_file() {
+                    out.push(entry.path());
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// All regular files under each of `paths`.
+pub fn walk_all(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend(walk_files(p)?);
+    }
+    Ok(out)
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as u64
+    } else {
+        4096
+    }
+}
+
+/// Residency of one file.
+pub fn file_residency(path: &Path) -> Result<Residency> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let len = file.metadata()?.len();
+    let page = page_size();
+    let total_pages = len.div_ceil(page);
+    let mut resident = 0u64;
+    // Map in windows so that the mincore vector (one byte per page) stays small even
+    // for files larger than memory.
+    const WINDOW: u64 = 1 << 30;
+    let mut off = 0u64;
+    let mut vec = Vec::new();
+    while off < len {
+        let n = (len - off).min(WINDOW);
+        // SAFETY: a fresh read-only shared mapping of a file we hold open, at a
+        // page-aligned offset within its length. It is never dereferenced: mincore only
+        // asks the kernel about the pages, so a concurrent truncation cannot fault us.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                n as usize,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                off as libc::off_t,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("mmap {}", path.display()));
+        }
+        vec.resize(n.div_ceil(page) as usize, 0u8);
+        // SAFETY: `addr` is the page-aligned start of a live mapping of `n` bytes and
+        // `vec` holds one byte per page of it, as mincore requires.
+        let rc = unsafe { libc::mincore(addr, n as usize, vec.as_mut_ptr()) };
+        let err = std::io::Error::last_os_error();
+        // SAFETY: unmapping exactly the mapping created above, which nothing else uses.
+        unsafe { libc::munmap(addr, n as usize) };
+        if rc != 0 {
+            return Err(err).with_context(|| format!("mincore {}", path.display()));
+        }
+        resident += vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
+        off += n;
+    }
+    Ok(Residency {
+        files: 1,
+        resident_pages: resident,
+        total_pages,
+    })
+}
+
+/// Residency of every file in `files`.
+pub fn residency(files: &[PathBuf]) -> Result<Residency> {
+    let mut total = Residency::default();
+    for f in files {
+        total.add(file_residency(f)?);
+    }
+    Ok(total)
+}
+
+fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {
+    // SAFETY: plain syscall on a descriptor we own.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc))
+            .with_context(|| format!("posix_fadvise {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Evict `files` from the page cache and return their residency afterwards.
+pub fn evict(files: &[PathBuf], method: EvictMethod) -> Result<Residency> {
+    match method {
+        EvictMethod::Fadvise => {
+            for f in files {
+                let file = File::open(f).with_context(|| format!("opening {}", f.display()))?;
+                fadvise_dontneed(&file, f)?;
+            }
+            // Pages still resident are most likely dirty (freshly written): write them
+            // back, then drop them. Only those files pay for the flush.
+            for f in files {
+                if file_residency(f)?.resident_pages > 0 {
+                    let file = File::open(f)?;
+                    file.sync_data()
+                        .with_context(|| format!("fdatasync {}", f.display()))?;
+                    fadvise_dontneed(&file, f)?;
+                }
+            }
+        }
+        EvictMethod::DropCaches => drop_caches()?,
+    }
+    residency(files)
+}
+
+/// `sync`, then drop page cache, dentries and inodes (root only).
+pub fn drop_caches() -> Result<()> {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .context("writing /proc/sys/vm/drop_caches (needs root; use --evict fadvise otherwise)")
+}
+
+/// Read every file once (into a reused buffer) so that it is in the page cache, and
+/// return the residency afterwards.
+pub fn warm(files: &[PathBuf]) -> Result<Residency> {
+    let mut buf = vec![0u8; 1 << 20];
+    for f in files {
+        let mut file = File::open(f).with_context(|| format!("opening {}", f.display()))?;
+        while file
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", f.display()))?
+            > 0
+        {}
+    }
+    residency(files)
+}
+
+/// What [`fs_check`] found out about a directory's filesystem.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FsCheck {
+    /// `statfs` f_type, in hex.
+    pub magic: String,
+    /// Whether it is a memory filesystem (tmpfs/ramfs).
+    pub memory_fs: bool,
+    /// With a probe: residency (percent) of a freshly written, synced and evicted file.
+    pub probe_resident_percent: Option<f64>,
+}
+
+/// Check that data under `dir` can be evicted: refuse tmpfs/ramfs, and with `probe`
+/// write a 4 MiB scratch file there, evict it, and require that it really left.
+pub fn fs_check(dir: &Path, probe: bool) -> Result<FsCheck> {
+    let c = CString::new(dir.as_os_str().as_bytes()).context("path contains NUL")?;
+    // SAFETY: statfs writes into the zeroed struct we pass; `c` is a valid C string.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("statfs {}", dir.display()));
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's type differs between libcs
+    let magic = st.f_type as i64;
+    let memory_fs = magic == TMPFS_MAGIC || magic == RAMFS_MAGIC;
+    let mut out = FsCheck {
+        magic: format!("{magic:#x}"),
+        memory_fs,
+        probe_resident_percent: None,
+    };
+    if memory_fs {
+        bail!(
+            "{} is on tmpfs/ramfs: eviction is a no-op there, so a \"cold\" run would be warm. \
+             Put the datasets on a disk-backed filesystem (--data-dir) or run warm only (--warm-only).",
+            dir.display()
+        );
+    }
+    if probe {
+        let path = dir.join(format!(".hash-bench-probe-{}", std::process::id()));
+        let result = (|| -> Result<f64> {
+            let mut f = File::create(&path)?;
+            let chunk = vec![0x5au8; 1 << 20];
+            for _ in 0..4 {
+                f.write_all(&chunk)?;
+            }
+            f.sync_all()?;
+            drop(f);
+            let files = [path.clone()];
+            Ok(evict(&files, EvictMethod::Fadvise)?.percent())
+        })();
+        let _ = std::fs::remove_file(&path);
+        let pct = result.with_context(|| format!("probing eviction in {}", dir.display()))?;
+        out.probe_resident_percent = Some(pct);
+        if pct > 5.0 {
+            bail!(
+                "{}: a written, synced and evicted probe file is still {pct:.0} % resident; \
+                 this filesystem does not support eviction (overlay on tmpfs?). \
+                 Use --data-dir on a disk, or --warm-only.",
+                dir.display()
+            );
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,520 @@
+//! Merge a finished sweep's work directory (plan, hyperfine exports, residency records,
+//! RSS records, verification records) into one results file, and print the table.
+//!
+//! Validity is decided here, from the records, not by the shell: a cold run whose data
+//! was more than `cold_max_resident_percent` resident, a warm run below
+//! `warm_min_resident_percent`, or any non-zero exit is kept but flagged `valid: false`
+//! with the reason, and shown as such in the table.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cache::ResidencySample;
+use crate::hyperfine::parse_single;
+use crate::maxrss::RssSample;
+use crate::plan::{self, Cache, Kind};
+use crate::results::{
+    validate, BenchmarkResult, DatasetResult, ResidencySummary, Results, Settings, Toolchain,
+    SCHEMA_VERSION,
+};
+use crate::util::{median, utc_stamps, version_line};
+use crate::verify::{record_path, Verified};
+
+/// Build the results from `work` (does not write anything).
+pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
+    let plan = plan::read(work)?;
+    let (date, _) = utc_stamps(SystemTime::now());
+    let mut datasets = Vec::new();
+    for d in &plan.datasets {
+        let rec = record_path(work, &d.spec.name);
+        let text = std::fs::read_to_string(&rec).with_context(|| {
+            format!(
+                "{} was not verified ({} missing)",
+                d.spec.name,
+                rec.display()
+            )
+        })?;
+        let v: Verified = serde_json::from_str(&text)?;
+        datasets.push(DatasetResult {
+            name: d.spec.name.clone(),
+            spec: d.spec.clone(),
+            spec_hash: d.spec_hash.clone(),
+            files: d.files,
+            bytes: d.bytes,
+            largest_file_bytes: d.largest,
+            expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
+            verified_output_sha256: v.output_sha256,
+            caches: d.caches.clone(),
+            note: d.note.clone(),
+        });
+    }
+    let mut benchmarks = Vec::new();
+    let mut json_schema = None;
+    for b in &plan.benchmarks {
+        let export = plan::export_path(work, &b.id);
+        if !export.is_file() {
+            bail!(
+                "benchmark {} has not run ({} missing); rerun bench.sh to resume",
+                b.id,
+                export.display()
+            );
+        }
+        let t = parse_single(&export)?;
+        if json_schema.is_some_and(|s| s != t.json_schema) {
+            bail!("exports of different hyperfine JSON schemas in one sweep");
+        }
+        json_schema = Some(t.json_schema);
+        let d = plan
+            .datasets
+            .iter()
+            .find(|d| d.spec.name == b.dataset)
+            .expect("planned dataset");
+        let mut flags = Vec::new();
+        if t.times_s.len() != b.runs as usize {
+            flags.push(format!(
+                "{} timed runs recorded, {} planned",
+                t.times_s.len(),
+                b.runs
+            ));
+        }
+        // hyperfine runs --prepare before every warm-up and timed run, in order: the last
+        // `runs` samples belong to the timed runs.
+        let samples = ResidencySample::read_all(&plan::residency_record(work, &b.id))?;
+        let timed: Vec<f64> = samples
+            .iter()
+            .skip(samples.len().saturating_sub(t.times_s.len()))
+            .map(|s| s.percent)
+            .collect();
+        if timed.len() < t.times_s.len() {
+            bail!(
+                "benchmark {}: {} residency samples for {} runs",
+                b.id,
+                timed.len(),
+                t.times_s.len()
+            );
+        }
+        for (i, p) in timed.iter().enumerate() {
+            match b.cache {
+                Cache::Cold if *p > plan.cold_max_resident_percent => flags.push(format!(
+                    "cold run {} started with {p:.1} % of the data resident (limit {} %)",
+                    i + 1,
+                    plan.cold_max_resident_percent
+                )),
+                Cache::Warm if *p < plan.warm_min_resident_percent => flags.push(format!(
+                    "warm run {} started with only {p:.1} % of the data resident (floor {} %)",
+                    i + 1,
+                    plan.warm_min_resident_percent
+                )),
+                _ => {}
+            }
+        }
+        for (i, c) in t.exit_codes.iter().enumerate() {
+            if *c != Some(0) {
+                flags.push(format!("run {} exited with {c:?}", i + 1));
+            }
+        }
+        let rss_file = plan::rss_path(work, &b.id);
+        let rss: Option<RssSample> = match std::fs::read_to_string(&rss_file) {
+            Ok(text) => Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", rss_file.display()))?,
+            ),
+            Err(_) => None,
+        };
+        let peak_rss_kib = match (&rss, t.peak_rss_bytes) {
+            (Some(r), _) => Some(r.max_rss_kib),
+            (None, Some(bytes)) => Some(bytes / 1024),
+            (None, None) => None,
+        };
+        let m = t.median();
+        benchmarks.push(BenchmarkResult {
+            id: b.id.clone(),
+            dataset: b.dataset.clone(),
+            cache: b.cache,
+            program: b.program.clone(),
+            kind: b.kind,
+            algorithm: plan
+                .programs
+                .iter()
+                .find(|p| p.name == b.program)
+                .map(|p| p.algorithm.clone())
+                .unwrap_or_default(),
+            jobs: b.jobs,
+            command: b.command.clone(),
+            prepare: b.prepare.clone(),
+            runs: t.times_s.len() as u32,
+            warmup: b.warmup,
+            times_s: t.times_s.clone(),
+            median_s: m,
+            mean_s: t.mean(),
+            stddev_s: t.stddev(),
+            min_s: t.min(),
+            max_s: t.max(),
+            user_s: t.user_s,
+            system_s: t.system_s,
+            exit_codes: t.exit_codes.clone(),
+            mib_per_s: if m > 0.0 {
+                d.bytes as f64 / m / 1048576.0
+            } else {
+                0.0
+            },
+            files_per_s: if m > 0.0 { d.files as f64 / m } else { 0.0 },
+            speedup_vs_serial: None,
+            peak_rss_kib,
+            residency: ResidencySummary {
+                min_percent: timed.iter().copied().fold(f64::INFINITY, f64::min),
+                max_percent: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                median_percent: median(&timed).unwrap_or(0.0),
+                per_run_percent: timed,
+            },
+            valid: flags.is_empty(),
+            flags,
+            raw_export: export
+                .file_name()
+                .expect("file")
+                .to_string_lossy()
+                .into_owned(),
+        });
+    }
+    // Speed relative to hash-serial on the same dataset and cache state.
+    let serial: Vec<(String, Cache, f64)> = benchmarks
+        .iter()
+        .filter(|b| b.program == "hash-serial")
+        .map(|b| (b.dataset.clone(), b.cache, b.median_s))
+        .collect();
+    for b in &mut benchmarks {
+        b.speedup_vs_serial = serial
+            .iter()
+            .find(|(d, c, _)| *d == b.dataset && *c == b.cache)
+            .filter(|(_, _, s)| b.median_s > 0.0 && *s > 0.0)
+            .map(|(_, _, s)| s / b.median_s);
+    }
+    let hyperfine_version =
+        version_line(hyperfine, &["--version"]).unwrap_or_else(|| "unknown".into());
+    Ok(Results {
+        schema_version: SCHEMA_VERSION,
+        sweep: plan.sweep.clone(),
+        plan_id: plan.id.clone(),
+        date,
+        commit: plan.commit.clone(),
+        harness_commit: plan.harness_commit.clone(),
+        machine: crate::machine::collect(Path::new(&plan.data_root)),
+        toolchain: Toolchain {
+            rustc: version_line("rustc", &["--version"]),
+            cargo: version_line("cargo", &["--version"]),
+            hyperfine: hyperfine_version,
+            hyperfine_json_schema: json_schema.unwrap_or(1),
+        },
+        settings: Settings {
+            jobs: plan.jobs.clone(),
+            runs: plan.runs,
+            eviction: plan.eviction,
+            cold_max_resident_percent: plan.cold_max_resident_percent,
+            warm_min_resident_percent: plan.warm_min_resident_percent,
+            data_root: plan.data_root.clone(),
+            bin_dir: plan.bin_dir.clone(),
+            rss_method: "one extra untimed run per benchmark (cold: evicted first) under \
+                         `hash-bench maxrss`: getrusage(RUSAGE_CHILDREN).ru_maxrss, i.e. the \
+                         largest single process, not the sum over processes"
+                .into(),
+        },
+        programs: plan.programs.clone(),
+        datasets,
+        benchmarks,
+        raw_dir: String::new(),
+    })
+}
+
+/// Where the results go: `<out>/<host>-<stamp>-<sweep>.json` and the raw directory
+/// beside it without `.json`.
+pub fn destination(out: &Path, results: &Results) -> PathBuf {
+    let host: String = results
+        .machine
+        .hostname
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let stamp: String = results
+        .date
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    out.join(format!("{host}-{stamp}-{}.json", results.sweep))
+}
+
+/// Build, validate and write the results; move the raw files beside them and remove
+/// the work directory. Returns the results file's path.
+pub fn collect(work: &Path, out: &Path, hyperfine: &str) -> Result<(PathBuf, Results)> {
+    let mut results = build(work, hyperfine)?;
+    let file = destination(out, &results);
+    let stem = file
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    results.raw_dir = stem.clone();
+    validate(&results, None).context("collected results fail validation (a bug in hash-bench)")?;
+    std::fs::create_dir_all(out)?;
+    let raw = out.join(&stem);
+    if raw.exists() {
+        bail!("{} already exists", raw.display());
+    }
+    // Keep everything needed to audit or recompute: exports, residency and RSS records,
+    // the plan and the verification records.
+    std::fs::rename(work.join("raw"), &raw)
+        .or_else(|_| copy_dir(&work.join("raw"), &raw))
+        .with_context(|| format!("moving raw files to {}", raw.display()))?;
+    for extra in ["plan.json", "verified"] {
+        let from = work.join(extra);
+        if from.exists() {
+            let to = raw.join(extra);
+            std::fs::rename(&from, &to).or_else(|_| copy_dir(&from, &to))?;
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&results)?;
+    text.push('\n');
+    let tmp = file.with_extension("json.part");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, &file)?;
+    let _ = std::fs::remove_dir_all(work);
+    Ok((file, results))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    if from.is_file() {
+        std::fs::copy(from, to)?;
+        return Ok(());
+    }
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        copy_dir(&e.path(), &to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
+/// The terminal table: each dataset × cache state, each program's median, MiB/s,
+/// files/s, speed relative to hash-serial, peak RSS and residency.
+pub fn table(r: &Results) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} sweep on {} ({}, {} CPUs, {} GiB, {} on {}{}), {}",
+        r.sweep,
+        r.machine.hostname,
+        r.machine.cpu_model,
+        r.machine.available_cpus,
+        r.machine.mem_total_kib / 1024 / 1024,
+        r.machine.storage.fs_type,
+        r.machine.storage.block_device.as_deref().unwrap_or("?"),
+        match r.machine.storage.rotational {
+            Some(true) => ", rotational",
+            Some(false) => ", non-rotational",
+            None => "",
+        },
+        r.toolchain.hyperfine
+    );
+    for d in &r.datasets {
+        for &cache in &d.caches {
+            let _ = writeln!(
+                s,
+                "\n{} ({} files, {}), {}:",
+                d.name,
+                d.files,
+                crate::util::human_bytes(d.bytes),
+                cache.name()
+            );
+            let _ = writeln!(
+                s,
+                "  {:<24} {:>10} {:>9} {:>10} {:>9} {:>9} {:>8}  ±σ",
+                "program", "median", "MiB/s", "files/s", "vs serial", "RSS MiB", "resid."
+            );
+            for b in r
+                .benchmarks
+                .iter()
+                .filter(|b| b.dataset == d.name && b.cache == cache)
+            {
+                let mut label = match b.jobs {
+                    Some(j) => format!("{} -j{j}", b.program),
+                    None => b.program.clone(),
+                };
+                match b.kind {
+                    Kind::Hashrace => {}
+                    Kind::Peer => label.push_str(" (peer)"),
+                    Kind::Reference => label.push_str(&format!(" ({})", b.algorithm)),
+                }
+                let rel = b
+                    .speedup_vs_serial
+                    .map(|x| format!("{x:.2}x"))
+                    .unwrap_or_else(|| "-".into());
+                let rss = b
+                    .peak_rss_kib
+                    .map(|k| format!("{:.1}", k as f64 / 1024.0))
+                    .unwrap_or_else(|| "-".into());
+                let sd = b
+                    .stddev_s
+                    .map(|sd| format!("{:.0} %", 100.0 * sd / b.mean_s.max(1e-12)))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:>8.3} s {:>9.0} {:>10.0} {:>9} {:>9} {:>7.1}%  {}{}",
+                    label,
+                    b.median_s,
+                    b.mib_per_s,
+                    b.files_per_s,
+                    rel,
+                    rss,
+                    b.residency.median_percent,
+                    sd,
+                    if b.valid {
+                        String::new()
+                    } else {
+                        format!("  INVALID: {}", b.flags.join("; "))
+                    }
+                );
+            }
+        }
+    }
+    let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
+    if invalid > 0 {
+        let _ = writeln!(
+            s,
+            "\n{invalid} benchmark(s) INVALID: see `flags` in the results file."
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{PeerSelection, PlanOptions, Sweep, HASHERS};
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn destination_and_table() {
+        let r: Results =
+            serde_json::from_str(include_str!("../tests/fixtures/results-v1.json")).unwrap();
+        let p = destination(Path::new("/out"), &r);
+        assert_eq!(p, Path::new("/out/bench-host-20260102T030405Z-smoke.json"));
+        let t = table(&r);
+        assert!(t.contains("hash-threads -j2"));
+        assert!(t.contains("sha256sum -j2 (peer)"));
+        assert!(t.contains("INVALID"));
+    }
+
+    /// A complete work directory as bench.sh leaves it, with one cold run that started
+    /// 37.5 % resident: collect must keep it, flag it, and produce a valid file.
+    #[test]
+    fn collect_flags_a_cold_run_that_was_not_cold() {
+        let t = tempfile::tempdir().unwrap();
+        let bins = t.path().join("bin");
+        std::fs::create_dir(&bins).unwrap();
+        for h in HASHERS {
+            let p = bins.join(h);
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::create_dir(t.path().join("data")).unwrap();
+        std::fs::create_dir(t.path().join("w")).unwrap();
+        let o = PlanOptions {
+            sweep: Sweep::Smoke,
+            datasets: None,
+            specs_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets"),
+            data_root: t.path().join("data"),
+            bin_dir: bins.clone(),
+            hash_bench: PathBuf::from("/x/hash-bench"),
+            jobs: vec![2],
+            peers: PeerSelection::None,
+            warm: true,
+            cold: true,
+            eviction: crate::cache::EvictMethod::Fadvise,
+            repo: bins,
+            work_parent: t.path().join("w"),
+        };
+        let plan = plan::build(&o).unwrap();
+        let work = plan::work_dir(&o.work_parent, &plan);
+        plan::write(&plan, &work).unwrap();
+        let d = &plan.datasets[0];
+        let v = Verified {
+            dataset: d.spec.name.clone(),
+            output_sha256: d.spec.expected_manifest_sha256.clone().unwrap(),
+            lines: d.files,
+            expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
+            commands: vec![],
+        };
+        std::fs::create_dir_all(work.join("verified")).unwrap();
+        std::fs::write(
+            record_path(&work, &d.spec.name),
+            serde_json::to_string(&v).unwrap(),
+        )
+        .unwrap();
+        let bad = "smoke.cold.hash-threads-j2";
+        for b in &plan.benchmarks {
+            let n = b.runs as usize;
+            let times: Vec<f64> = (0..n).map(|i| 0.1 + 0.01 * i as f64).collect();
+            let export = serde_json::json!({"results": [{
+                "command": b.command, "mean": 0.1, "stddev": 0.0, "median": 0.1,
+                "user": 0.05, "system": 0.01, "min": 0.1, "max": 0.1,
+                "times": times, "exit_codes": vec![0; n]}]});
+            std::fs::write(plan::export_path(&work, &b.id), export.to_string()).unwrap();
+            // A leftover sample from a warm-up comes first; only the last `runs` count.
+            for i in 0..=n {
+                let pct = match b.cache {
+                    Cache::Warm => 100.0,
+                    Cache::Cold if b.id == bad && i == 2 => 37.5,
+                    Cache::Cold if i == 0 => 80.0,
+                    Cache::Cold => 0.0,
+                };
+                let r = crate::cache::Residency {
+                    files: 1,
+                    resident_pages: (pct * 10.0) as u64,
+                    total_pages: 1000,
+                };
+                ResidencySample::now("x", r)
+                    .append_to(&plan::residency_record(&work, &b.id))
+                    .unwrap();
+            }
+            let rss = RssSample {
+                max_rss_kib: 3000,
+                exit_code: Some(0),
+                wall_s: 0.1,
+                before: "none".into(),
+            };
+            std::fs::write(
+                plan::rss_path(&work, &b.id),
+                serde_json::to_string(&rss).unwrap(),
+            )
+            .unwrap();
+        }
+        let r = build(&work, "hyperfine").unwrap();
+        validate(&r, None).unwrap();
+        assert_eq!(r.benchmarks.len(), 8);
+        for b in &r.benchmarks {
+            assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);
+            assert_eq!(b.peak_rss_kib, Some(3000));
+            assert_eq!(b.residency.per_run_percent.len(), b.runs as usize);
+            assert!(b.speedup_vs_serial.is_some());
+        }
+        let flagged = r.benchmarks.iter().find(|b| b.id == bad).unwrap();
+        assert_eq!(
+            flagged.flags,
+            vec!["cold run 2 started with 37.5 % of the data resident (limit 5 %)"]
+        );
+        assert!(table(&r).contains("INVALID"));
+
+        // A missing export is an error that says how to continue.
+        std::fs::remove_file(plan::export_path(&work, bad)).unwrap();
+        let err = build(&work, "hyperfine").unwrap_err();
+        assert!(err.to_string().contains("rerun bench.sh to resume"));
+    }
+}

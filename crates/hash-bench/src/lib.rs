@@ -1,0 +1,31 @@
+//! hash-bench: the pieces of hashrace's benchmark harness (`scripts/bench.sh`) that are
+//! easier to get right, and to test, in Rust than in shell.
+//!
+//! The shell script stays the conductor (build, install hyperfine, loop over the plan,
+//! call hyperfine); this crate does everything that needs care or a schema:
+//!
+//! - [`spec`] and [`gen`]: dataset specs and their deterministic, parallel, idempotent
+//!   generation; [`manifest`]: the `sha256sum`-style manifest and its digest.
+//! - [`cache`]: page-cache eviction (`posix_fadvise`), residency (`mincore`) and the
+//!   "is this filesystem able to go cold" check.
+//! - [`maxrss`]: peak RSS of a command (hyperfine 1.x does not record it).
+//! - [`machine`]: what the machine is, for results that travel.
+//! - [`plan`]: which programs run on which dataset in which cache state, with exact
+//!   commands and a time estimate; [`verify`]: the four hashers agree before timing.
+//! - [`hyperfine`]: reading hyperfine's JSON exports (1.x and `schema_version` 2).
+//! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
+//!   everything into one results file and the terminal table.
+
+pub mod cache;
+pub mod collect;
+pub mod gen;
+pub mod hyperfine;
+pub mod machine;
+pub mod manifest;
+pub mod maxrss;
+pub mod plan;
+pub mod progress;
+pub mod results;
+pub mod spec;
+pub mod util;
+pub mod verify;

@@ -1,0 +1,215 @@
+//! What machine a result was measured on, so that results from two machines can be
+//! compared knowingly: CPU, cores, memory, kernel, OS, and the storage under the data
+//! (filesystem, device, rotational or not).
+//!
+//! Everything is read from `/proc` and `/sys` (no external tools), and every field that
+//! cannot be found is `None`/"unknown" rather than an error: a results file from an odd
+//! machine is still worth having.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine a sweep ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Host name (`/proc/sys/kernel/hostname`).
+    pub hostname: String,
+    /// CPU model name (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// Whether the CPU has the SHA extensions (`sha_ni` flag): SHA-256 speed hinges on it.
+    pub sha_ni: bool,
+    /// Whether the kernel runs under a hypervisor (`hypervisor` flag).
+    pub virtualized: bool,
+    /// Online logical CPUs.
+    pub logical_cpus: u32,
+    /// CPUs this process may run on (affinity; what `nproc` prints).
+    pub available_cpus: u32,
+    /// Total memory, KiB (`MemTotal`).
+    pub mem_total_kib: u64,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// OS name (`PRETTY_NAME` of `/etc/os-release`).
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Storage under the datasets.
+    pub storage: Storage,
+}
+
+/// The filesystem and block device holding the data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Storage {
+    /// The data directory that was examined.
+    pub path: String,
+    /// Filesystem type (`ext4`, `xfs`, `tmpfs`, ...).
+    pub fs_type: String,
+    /// Mount point containing the path.
+    pub mount_point: String,
+    /// Mount source (`/dev/vda1`, ...).
+    pub source: String,
+    /// Whole block device name under `/sys/block` (`vda`, `nvme0n1`), if any.
+    pub block_device: Option<String>,
+    /// Whether that device is rotational (`queue/rotational`), if known.
+    pub rotational: Option<bool>,
+    /// Device model (`device/model`), if the driver exposes one.
+    pub model: Option<String>,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Collect machine facts; `data_dir` selects the storage to describe.
+pub fn collect(data_dir: &Path) -> Machine {
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let flags = field("flags").unwrap_or_default();
+    let has_flag = |f: &str| flags.split_whitespace().any(|x| x == f);
+    let meminfo = read("/proc/meminfo").unwrap_or_default();
+    let mem_total_kib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    let os = read("/etc/os-release")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("PRETTY_NAME=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    Machine {
+        hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
+        cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
+        sha_ni: has_flag("sha_ni"),
+        virtualized: has_flag("hypervisor"),
+        logical_cpus: online,
+        available_cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        mem_total_kib,
+        kernel: read("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
+        os,
+        arch: std::env::consts::ARCH.to_string(),
+        storage: storage(data_dir),
+    }
+}
+
+/// Undo the octal escapes (`\040` for a space) of `/proc/self/mountinfo`.
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mountinfo entry (mount point, fs type, source) whose mount point is the longest
+/// prefix of `path`.
+fn mount_of(mountinfo: &str, path: &str) -> Option<(String, String, String)> {
+    let mut best: Option<(String, String, String)> = None;
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        if fields.len() < dash + 3 || fields.len() < 5 {
+            continue;
+        }
+        let mp = unescape_mount(fields[4]);
+        let inside = path == mp || mp == "/" || path.starts_with(&format!("{mp}/"));
+        if inside && best.as_ref().map_or(true, |b| mp.len() >= b.0.len()) {
+            best = Some((
+                mp,
+                fields[dash + 1].to_string(),
+                unescape_mount(fields[dash + 2]),
+            ));
+        }
+    }
+    best
+}
+
+fn storage(dir: &Path) -> Storage {
+    let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let path = canon.to_string_lossy().into_owned();
+    let (mount_point, fs_type, source) = read("/proc/self/mountinfo")
+        .and_then(|mi| mount_of(&mi, &path))
+        .unwrap_or_else(|| ("unknown".into(), "unknown".into(), "unknown".into()));
+    // The device number of the filesystem leads to /sys/dev/block/MAJ:MIN; a partition's
+    // queue settings live on its parent disk.
+    let mut block_device = None;
+    let mut rotational = None;
+    let mut model = None;
+    if let Ok(meta) = std::fs::metadata(&canon) {
+        let dev = meta.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        if let Ok(mut sys) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) {
+            if sys.join("partition").exists() {
+                sys.pop();
+            }
+            block_device = sys.file_name().map(|n| n.to_string_lossy().into_owned());
+            rotational = read(&sys.join("queue/rotational").to_string_lossy()).map(|r| r == "1");
+            model = read(&sys.join("device/model").to_string_lossy()).filter(|m| !m.is_empty());
+        }
+    }
+    Storage {
+        path,
+        fs_type,
+        mount_point,
+        source,
+        block_device,
+        rotational,
+        model,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_deepest_mount() {
+        let mi = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+30 22 0:25 / /tmp rw shared:2 - tmpfs tmpfs rw
+31 22 0:26 / /mnt/my\\040disk rw - xfs /dev/sdb1 rw
+";
+        assert_eq!(
+            mount_of(mi, "/work/x").unwrap(),
+            ("/".into(), "ext4".into(), "/dev/vda".into())
+        );
+        assert_eq!(mount_of(mi, "/tmp/a").unwrap().1, "tmpfs");
+        assert_eq!(mount_of(mi, "/tmpfoo").unwrap().1, "ext4");
+        assert_eq!(mount_of(mi, "/mnt/my disk/d").unwrap().2, "/dev/sdb1");
+    }
+
+    #[test]
+    fn collects_something_sensible_here() {
+        let m = collect(Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(m.logical_cpus >= 1 && m.available_cpus >= 1);
+        assert!(m.mem_total_kib > 0);
+        assert_ne!(m.kernel, "unknown");
+        assert_ne!(m.storage.fs_type, "unknown");
+    }
+}

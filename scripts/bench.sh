@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# hashrace's benchmark harness: build the four hashers, generate the datasets, check that
+# the hashers agree, race them (and installed peers) warm and cold under hyperfine, and
+# write one results file per machine and sweep under results/. Run with --help.
+#
+# The careful parts (generation, eviction, residency, peak RSS, the plan, the results
+# schema) live in the hash-bench helper (crates/hash-bench); this script only conducts.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# hyperfine version installed by `cargo install` when neither PATH nor apt has one.
+HYPERFINE_CRATE_VERSION=1.19.0
+
+usage() {
+	cat <<'EOF'
+Usage: scripts/bench.sh [--quick | --smoke] [OPTIONS]
+
+Benchmarks hash-serial, hash-threads, hash-procs and hash-async (release builds) against
+each other and against installed peers, on generated datasets, with the data warm (in the
+page cache) and cold (evicted right before every timed run), and writes
+results/<host>-<date>-<sweep>.json plus a directory of raw hyperfine exports beside it.
+
+Sweeps:
+  (default)        shards (64 x 8 MiB), small (20,000 x 4 KiB), huge (1 x 2 GiB),
+                   mixed (model-like tree, ~1 GiB). Hashers: 10 warm / 5 cold timed
+                   runs (up to 3x more for cheap ones), peers 5 / 3 (3 when a run takes
+                   over 5 s). About 12-15 minutes on 2 vCPUs, plus ~30 s to generate the
+                   data the first time (3.6 GiB on disk).
+  --quick          smaller versions of the four datasets, fewer runs (~3-4 minutes).
+  --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
+                   what CI runs. If the data directory cannot be made cold (tmpfs),
+                   the smoke sweep runs warm only and says so.
+
+Options:
+  --jobs LIST      job counts to sweep, e.g. 1,2,4 (default: number of CPUs). Passed as
+                   -j N to the parallel hashers and as the parallelism of the peers.
+  --datasets LIST  race these datasets (names in datasets/ or spec paths) instead.
+  --big            add the optional 32 GiB 'big' dataset (larger than memory here; cold
+                   only when it does not fit in memory).
+  --bin-dir DIR    take the four hashers from DIR instead of building them here.
+  --data-dir DIR   where datasets are generated (default: datasets/data). Must be on a
+                   disk-backed filesystem for cold runs.
+  --out DIR        where results go (default: results).
+  --peers LIST     auto (default: sha256sum, plus rhash, hashdeep, b3sum if installed),
+                   none, or a comma-separated list of those.
+  --install-peers  apt-get install rhash, hashdeep and b3sum first (root with apt only).
+  --warm-only      skip cold runs.     --cold-only   skip warm runs.
+  --evict METHOD   fadvise (default; per file, no root) or drop-caches (root; also drops
+                   dentries and inodes, i.e. the directory walk is cold too).
+  --fresh          discard an interrupted run of the same plan instead of resuming it.
+  --dry-run        build, plan and print the estimate; run nothing.
+  -h, --help       this help.
+
+How it measures:
+  * Before timing, every hasher command runs once per dataset; all outputs must be
+    byte-identical and hash to the dataset's committed digest, or nothing is timed.
+  * hyperfine -N (no shell) times each program on each dataset and cache state. Its
+    --prepare runs before every run: 'hash-bench evict --record' for cold (eviction,
+    then mincore residency), 'hash-bench residency --record' for warm. A cold run that
+    started more than 5 % resident, or a warm one below 95 %, is kept but flagged
+    invalid in the results and the table.
+  * Peak RSS comes from one untimed run right before hyperfine (hash-bench maxrss;
+    evicted first when cold), which is also the warm-up run.
+  * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so
+    their times include find and sort; b3sum (BLAKE3) is a speed reference only.
+
+Interrupting (Ctrl-C) is safe: rerun the same command and it resumes where it stopped
+(same binaries and settings), reusing generated data. See docs/benchmark.md.
+EOF
+}
+
+SWEEP=default
+JOBS=""
+DATASETS=""
+BIG=0
+BIN_DIR=""
+DATA_DIR="$REPO/datasets/data"
+OUT="$REPO/results"
+PEERS=auto
+INSTALL_PEERS=0
+WARM=1
+COLD=1
+EVICT=fadvise
+FRESH=0
+DRY_RUN=0
+
+die() {
+	printf 'bench.sh: %s\n' "$*" >&2
+	exit 1
+}
+say() { printf '%s\n' "$*"; }
+step() { printf '\n== %s\n' "$*"; }
+
+need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--quick) SWEEP=quick ;;
+	--smoke) SWEEP=smoke ;;
+	--jobs) need_arg "$@"; JOBS=$2; shift ;;
+	--datasets) need_arg "$@"; DATASETS=$2; shift ;;
+	--big) BIG=1 ;;
+	--bin-dir) need_arg "$@"; BIN_DIR=$2; shift ;;
+	--data-dir) need_arg "$@"; DATA_DIR=$2; shift ;;
+	--out) need_arg "$@"; OUT=$2; shift ;;
+	--peers) need_arg "$@"; PEERS=$2; shift ;;
+	--install-peers) INSTALL_PEERS=1 ;;
+	--warm-only) COLD=0 ;;
+	--cold-only) WARM=0 ;;
+	--evict) need_arg "$@"; EVICT=$2; shift ;;
+	--fresh) FRESH=1 ;;
+	--dry-run) DRY_RUN=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) printf 'bench.sh: unknown argument %s\n\n' "$1" >&2; usage >&2; exit 2 ;;
+	esac
+	shift
+done
+[[ $WARM == 1 || $COLD == 1 ]] || die "--warm-only and --cold-only leave nothing to run"
+# Paths given relative to where the script was started; it cds to the repo below.
+abspath() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
+DATA_DIR=$(abspath "$DATA_DIR")
+OUT=$(abspath "$OUT")
+[[ -z $BIN_DIR ]] || BIN_DIR=$(abspath "$BIN_DIR")
+case $EVICT in fadvise | drop-caches) ;; *) die "--evict must be fadvise or drop-caches" ;; esac
+
+is_root() { [[ $(id -u) == 0 ]]; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+apt_install() {
+	# Try with the current package lists first; refresh them only if that fails.
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+}
+
+hyperfine_ok() {
+	# -N (no intermediate shell) appeared in hyperfine 1.13.
+	local v major minor
+	v=$(hyperfine --version 2>/dev/null | awk '{print $2}') || return 1
+	IFS=. read -r major minor _ <<<"$v"
+	[[ $major =~ ^[0-9]+$ && $minor =~ ^[0-9]+$ ]] || return 1
+	((major > 1 || (major == 1 && minor >= 13)))
+}
+
+ensure_hyperfine() {
+	if have hyperfine && hyperfine_ok; then
+		return
+	fi
+	if have hyperfine; then
+		say "hyperfine $(hyperfine --version) is older than 1.13 (no -N); installing a newer one"
+	else
+		say "hyperfine is not on PATH; installing it"
+	fi
+	if is_root && have apt-get; then
+		say "  apt-get install hyperfine"
+		apt_install hyperfine || say "  apt-get could not install hyperfine"
+	fi
+	if ! { have hyperfine && hyperfine_ok; }; then
+		say "  cargo install --locked hyperfine --version $HYPERFINE_CRATE_VERSION (takes a few minutes)"
+		cargo install --quiet --locked hyperfine --version "$HYPERFINE_CRATE_VERSION"
+		PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+	fi
+	{ have hyperfine && hyperfine_ok; } || die "could not install a usable hyperfine (>= 1.13)"
+	say "  using $(hyperfine --version) at $(command -v hyperfine)"
+}
+
+install_peers() {
+	if is_root && have apt-get; then
+		say "installing peers: apt-get install rhash hashdeep b3sum"
+		apt_install rhash hashdeep b3sum || say "  some peers could not be installed; racing those present"
+	else
+		say "--install-peers: needs root and apt-get; racing the peers already installed"
+	fi
+}
+
+WORK=""
+T0=$(date +%s)
+on_exit() {
+	local rc=$?
+	if [[ -n $WORK && -d $WORK/raw ]]; then
+		rm -f "$WORK"/raw/*.part
+		if ((rc != 0)); then
+			printf '\nbench.sh: stopped (exit %d). Rerun the same command to resume from %s\n' "$rc" "$WORK" >&2
+		fi
+	fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cd "$REPO"
+TARGET=${CARGO_TARGET_DIR:-$REPO/target}
+case $TARGET in /*) ;; *) TARGET=$REPO/$TARGET ;; esac
+LOCKED=()
+[[ -f Cargo.lock ]] && LOCKED=(--locked)
+
+step "build"
+if [[ -z $BIN_DIR ]]; then
+	say "cargo build --release ${LOCKED[*]}"
+	cargo build --release "${LOCKED[@]}"
+	BIN_DIR=$TARGET/release
+else
+	say "hashers from $BIN_DIR; cargo build --release -p hash-bench ${LOCKED[*]}"
+	cargo build --release -p hash-bench "${LOCKED[@]}"
+fi
+HB=$TARGET/release/hash-bench
+[[ -x $HB ]] || die "$HB was not built"
+for h in hash-serial hash-threads hash-procs hash-async; do
+	[[ -x $BIN_DIR/$h ]] || die "$BIN_DIR/$h is missing"
+done
+
+step "tools"
+ensure_hyperfine
+((INSTALL_PEERS)) && install_peers
+mkdir -p "$DATA_DIR" "$OUT/tmp"
+
+if ((COLD)); then
+	if ! "$HB" fs-check --probe "$DATA_DIR" >/dev/null; then
+		if [[ $SWEEP == smoke ]]; then
+			say "cold runs are impossible in $DATA_DIR (see above); the smoke sweep runs warm only"
+			COLD=0
+			WARM=1
+		else
+			die "cold runs need a disk-backed data directory: use --data-dir DIR or --warm-only"
+		fi
+	fi
+fi
+
+step "plan"
+PLAN_ARGS=(--sweep "$SWEEP" --specs-dir "$REPO/datasets" --data-root "$DATA_DIR"
+	--bin-dir "$BIN_DIR" --hash-bench "$HB" --peers "$PEERS" --eviction "$EVICT"
+	--repo "$REPO" --work-parent "$OUT/tmp")
+[[ -n $JOBS ]] && PLAN_ARGS+=(--jobs "$JOBS")
+[[ -n $DATASETS ]] && PLAN_ARGS+=(--datasets "$DATASETS")
+((BIG)) && PLAN_ARGS+=(--extra-datasets big)
+((WARM)) || PLAN_ARGS+=(--no-warm)
+((COLD)) || PLAN_ARGS+=(--no-cold)
+((FRESH)) && PLAN_ARGS+=(--fresh)
+WORK=$("$HB" plan "${PLAN_ARGS[@]}")
+mapfile -t DATASET_NAMES < "$WORK/datasets.txt"
+if ((DRY_RUN)); then
+	say "dry run: plan in $WORK/plan.tsv; nothing run"
+	exit 0
+fi
+
+step "datasets (generated once, then reused)"
+"$HB" gen --root "$DATA_DIR" --specs-dir "$REPO/datasets" "${DATASET_NAMES[@]}"
+
+step "verify: every hasher must print the same, expected output"
+"$HB" verify --work "$WORK"
+
+step "race"
+TOTAL=$(wc -l < "$WORK/plan.tsv")
+LEFT_EST=0
+while IFS=$'\t' read -r _ _ id _ _ _ _ _ est _ _; do
+	[[ -s $WORK/raw/$id.hyperfine.json ]] || LEFT_EST=$((LEFT_EST + est))
+done < "$WORK/plan.tsv"
+RACE_T0=$(date +%s)
+fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+while IFS=$'\t' read -r idx _ id dataset cache label runs warmup est cmd prepare; do
+	export_json=$WORK/raw/$id.hyperfine.json
+	[[ -s $export_json ]] && continue
+	printf '\n[%d/%d] %s %s: %s  (1 untimed + %d timed runs; est. %ds; %s elapsed, ~%s left)\n' \
+		"$idx" "$TOTAL" "$cache" "$dataset" "$label" "$runs" "$est" \
+		"$(fmt_secs $(($(date +%s) - RACE_T0)))" "$(fmt_secs "$LEFT_EST")"
+	if [[ $cache == warm ]]; then
+		"$HB" warm --min-percent 95 "$DATA_DIR/$dataset" >/dev/null
+	fi
+	# The untimed peak-RSS run (evicted first when cold) doubles as the warm-up run.
+	"$HB" maxrss --work "$WORK" --id "$id" < /dev/null >/dev/null
+	rm -f "$WORK/raw/$id.residency.jsonl"
+	# < /dev/null: hyperfine must not read the plan this loop reads on stdin.
+	(cd "$DATA_DIR" && hyperfine -N --runs "$runs" --warmup "$warmup" \
+		--prepare "$prepare" --export-json "$export_json.part" "$cmd") < /dev/null
+	mv "$export_json.part" "$export_json"
+	LEFT_EST=$((LEFT_EST > est ? LEFT_EST - est : 0))
+done < "$WORK/plan.tsv"
+
+step "results"
+RESULT_LOG=$(mktemp)
+"$HB" collect --work "$WORK" --out "$OUT" --hyperfine "$(command -v hyperfine)" | tee "$RESULT_LOG"
+RESULT_FILE=$(sed -n 's/^results: //p' "$RESULT_LOG")
+rm -f "$RESULT_LOG"
+WORK=""
+"$HB" validate "$RESULT_FILE"
+say "done in $(fmt_secs $(($(date +%s) - T0)))"
