@@ -100,7 +100,12 @@ fn hash(
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
-    let plan = walk::plan(paths, config.follow);
+    // Sizes serve largest-first scheduling and the progress total only.
+    let plan = walk::plan(
+        paths,
+        config.follow,
+        strategy.is_parallel() || show_progress,
+    );
     let progress =
         show_progress.then(|| Progress::start(plan.files.len() as u64, plan.total_bytes()));
     let mut writer = Writer::new(

@@ -53,10 +53,16 @@ impl Plan {
 }
 
 /// Walk `roots` and plan the files to hash (see the module doc for the rules).
-pub fn plan(roots: &[PathBuf], follow: bool) -> Plan {
+///
+/// With `sizes`, every file is `stat`ed for its size, which largest-first
+/// scheduling and progress totals need. Without, sizes are 0 and the walk
+/// makes one system call less per file (a full path lookup, ~10 % of
+/// `hash-serial`'s time on 20 k warm 4 KiB files); a file's real size still
+/// comes from reading it.
+pub fn plan(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
     let mut plan = Plan::default();
     for root in roots {
-        walk_root(root, follow, &mut plan);
+        walk_root(root, follow, sizes, &mut plan);
     }
     // Stable: a root given twice is listed twice, as `find` would.
     plan.files
@@ -64,7 +70,7 @@ pub fn plan(roots: &[PathBuf], follow: bool) -> Plan {
     plan
 }
 
-fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
+fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
     let meta = match fs::metadata(root) {
         Ok(m) => m,
         Err(e) => return plan.errors.push(Error::new(root, e)),
@@ -84,6 +90,10 @@ fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
         plan.errors.push(Error::new(root, ErrorKind::NotRegular));
         return;
     }
+    // Entries below the root are `root.join(..)`: the relative part starts
+    // after the root and the separator `join` adds (none if it ends in '/').
+    let root_len = path_bytes(root).len();
+    let rel = root_len + usize::from(!path_bytes(root).ends_with(b"/"));
     let walker = WalkDir::new(root)
         .follow_links(follow)
         .follow_root_links(true)
@@ -102,12 +112,11 @@ fn walk_root(root: &Path, follow: bool, plan: &mut Plan) {
                     });
                     continue;
                 }
-                // Everything below the root and the separator after it.
-                let rel = entry.path().as_os_str().len()
-                    - entry
-                        .path()
-                        .strip_prefix(root)
-                        .map_or(0, |r| r.as_os_str().len());
+                if !sizes {
+                    let job = Job::new(entry.into_path(), 0, follow);
+                    plan.files.push(Job { rel, ..job });
+                    continue;
+                }
                 // `metadata` follows links only when the walk does, like `find`.
                 match entry.metadata() {
                     Ok(m) => plan.files.push(Job {
@@ -197,12 +206,18 @@ mod tests {
         fs::write(r.join("a/b"), b"1").unwrap();
         fs::write(r.join("a-c"), b"22").unwrap();
         fs::write(r.join("B"), b"").unwrap();
-        let plan = plan(&[r.to_path_buf()], false);
+        let plan = plan(&[r.to_path_buf()], false, true);
         // '-' (0x2d) sorts before '/' (0x2f); 'B' before 'a'.
         assert_eq!(names(&plan, r), ["B", "a-c", "a/b"]);
         let rels: Vec<&[u8]> = plan.files.iter().map(|f| f.rel_path()).collect();
         assert_eq!(rels, [&b"B"[..], b"a-c", b"a/b"]);
         assert_eq!(plan.total_bytes(), 3);
+        let no_sizes = super::plan(&[r.to_path_buf()], false, false);
+        assert_eq!(no_sizes.total_bytes(), 0);
+        let paths = |p: &Plan| p.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&no_sizes), paths(&plan));
+        let slash = super::plan(&[r.join("a/")], false, false);
+        assert_eq!(slash.files[0].rel_path(), b"b");
         assert!(plan.errors.is_empty());
     }
 
@@ -213,11 +228,11 @@ mod tests {
         fs::write(r.join("f"), b"x").unwrap();
         symlink("f", r.join("link")).unwrap();
         symlink("missing", r.join("dangling")).unwrap();
-        let p = plan(&[r.to_path_buf()], false);
+        let p = plan(&[r.to_path_buf()], false, true);
         assert_eq!(names(&p, r), ["f"]);
         assert_eq!(p.skipped.len(), 2);
         assert!(p.skipped.iter().all(|s| s.kind == "symlink"));
-        let p = plan(&[r.to_path_buf()], true);
+        let p = plan(&[r.to_path_buf()], true, true);
         assert_eq!(names(&p, r), ["f", "link"]);
         assert_eq!(
             p.skipped.len(),
@@ -234,7 +249,7 @@ mod tests {
         fs::create_dir(r.join("d")).unwrap();
         fs::write(r.join("d/f"), b"x").unwrap();
         symlink("..", r.join("d/up")).unwrap();
-        let p = plan(&[r.to_path_buf()], true);
+        let p = plan(&[r.to_path_buf()], true, true);
         assert_eq!(names(&p, r), ["d/f"]);
         assert_eq!(p.errors.len(), 1);
         assert!(matches!(p.errors[0].kind, ErrorKind::Loop { .. }));
@@ -246,7 +261,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
         fs::write(r.join("f"), b"x").unwrap();
-        let p = plan(&[r.join("nope"), r.join("f")], false);
+        let p = plan(&[r.join("nope"), r.join("f")], false, true);
         assert_eq!(p.files.len(), 1);
         assert!(p.files[0].follow, "a file root is opened following links");
         assert_eq!(p.files[0].rel_path(), b"f");

@@ -147,7 +147,7 @@ mod tests {
         for name in ["a", "gone", "fifo", "z"] {
             std::fs::write(dir.path().join(name), name).unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
         std::fs::remove_file(dir.path().join("gone")).unwrap();
         let fifo = dir.path().join("fifo");
         std::fs::remove_file(&fifo).unwrap();
@@ -174,7 +174,7 @@ mod tests {
         for i in 0..300usize {
             std::fs::write(dir.path().join(format!("f{i}")), vec![i as u8; i * 100]).unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
         let serial = collect(Strategy::Serial, &plan.files, 1);
         for s in IN_PROCESS {
             for workers in [1, 2, 7] {
@@ -192,7 +192,7 @@ mod tests {
         for i in 0..50 {
             std::fs::write(dir.path().join(format!("f{i}")), b"x").unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false);
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
         for s in IN_PROCESS {
             let mut calls = 0;
             s.run("test", &plan.files, 2, &mut |_, _| {
