@@ -15,7 +15,8 @@
 //!   which nothing at all was verified still fails.
 //!
 //! Exit status 0 only when every listed file matched (and, with `--strict`,
-//! every line was well formed).
+//! every line was well formed). A closed or failing stdout ends the check with
+//! status 1: a verification that could not be reported did not pass.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -24,7 +25,7 @@ use std::path::Path;
 
 use crate::app::Exit;
 use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
-use crate::error::{Error, ErrorKind};
+use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::output::{report_error, InOrder};
 use crate::progress::Progress;
@@ -95,12 +96,16 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             }
         };
         let mut out = io::BufWriter::new(stdout.lock());
-        let tally = check_manifest(run, &name, &data, &mut parser, &mut out);
-        let closed = out.flush().is_err();
-        drop(out);
-        if closed {
-            return Exit::Success; // the reader went away
-        }
+        let tally = match check_manifest(run, &name, &data, &mut parser, &mut out) {
+            Ok(tally) => tally,
+            // A reader that went away (`| head`) is no error to report, but
+            // the verification was not completed, so it cannot succeed.
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Failure,
+            Err(e) => {
+                eprintln!("{}: write error: {}", run.tool, io_reason(&e));
+                return Exit::Failure;
+            }
+        };
         failed |= summarise(run.tool, &name, &run.opts, &tally);
     }
     if failed {
@@ -120,14 +125,15 @@ fn read_manifest(path: &Path) -> io::Result<Vec<u8>> {
     Ok(data)
 }
 
-/// Parse `data`, hash what it lists, print per-file lines to `out`.
+/// Parse `data`, hash what it lists, print per-file lines to `out`. An error
+/// writing to `out` stops the check and is returned.
 pub fn check_manifest(
     run: &CheckRun<'_>,
     name: &str,
     data: &[u8],
     parser: &mut CheckParser,
     out: &mut impl Write,
-) -> Tally {
+) -> io::Result<Tally> {
     let mut tally = Tally::default();
     let mut entries: Vec<CheckLine> = Vec::new();
     // GNU reports a malformed line when it reaches it, between the verdicts of
@@ -136,6 +142,12 @@ pub fn check_manifest(
     let mut malformed: Vec<usize> = Vec::new();
     for (line_no, line) in split_lines(data, false) {
         match parser.parse(line) {
+            // GNU's `-` entry means stdin; we do not hash stdin from a manifest
+            // (see docs/check-format.md), so it counts as malformed.
+            Ok(Parsed::Entry(entry)) if entry.path == b"-" => {
+                tally.malformed += 1;
+                malformed.push(line_no);
+            }
             Ok(Parsed::Entry(entry)) => {
                 entries.push(entry);
                 malformed_before.push(std::mem::take(&mut malformed));
@@ -159,7 +171,7 @@ pub fn check_manifest(
     };
     if entries.is_empty() {
         warn_malformed(&malformed);
-        return tally;
+        return Ok(tally);
     }
     let jobs: Vec<Job> = entries
         .iter()
@@ -175,13 +187,19 @@ pub fn check_manifest(
         .progress
         .then(|| Progress::start(jobs.len() as u64, jobs.iter().map(|j| j.size).sum()));
     let mut order = InOrder::new(jobs.len());
+    let mut write_failure = None;
     run.strategy
         .run(run.tool, &jobs, run.jobs, &mut |i, outcome| {
+            // Progress counts completions as they happen, not in print order.
+            if let Some(p) = &progress {
+                p.file_done(jobs[i].size);
+            }
             order.put(i, outcome, |i, outcome| {
-                if let Some(p) = &progress {
-                    p.file_done(jobs[i].size);
-                }
                 let entry = &entries[i];
+                if !malformed_before[i].is_empty() {
+                    let _ = out.flush();
+                    warn_malformed(&malformed_before[i]);
+                }
                 let verdict: &[u8] = match outcome {
                     Ok(d) if d.digest == entry.digest => {
                         tally.ok += 1;
@@ -216,15 +234,24 @@ pub fn check_manifest(
                 }
                 match write_status(out, &entry.path, verdict) {
                     Ok(()) => ControlFlow::Continue(()),
-                    Err(_) => ControlFlow::Break(()),
+                    Err(e) => {
+                        write_failure = Some(e);
+                        ControlFlow::Break(())
+                    }
                 }
             })
         });
     if let Some(p) = progress {
         p.finish();
     }
+    if let Err(e) = out.flush() {
+        write_failure.get_or_insert(e);
+    }
+    if let Some(e) = write_failure {
+        return Err(e);
+    }
     warn_malformed(&malformed);
-    tally
+    Ok(tally)
 }
 
 /// `NAME: VERDICT`, with GNU's check-mode escaping of the name.

@@ -4,7 +4,9 @@
 //! - Open with `O_NONBLOCK`: if a FIFO has replaced a regular file between the
 //!   walk and the open, opening it for reading must not wait for a writer.
 //! - Check with `fstat` on the opened descriptor (not the path) that it is a
-//!   regular file; anything else is reported, never read.
+//!   regular file; anything else is reported, never read. A path that may
+//!   lead anywhere (`follow`) is also `stat`ed before it is opened, so a device
+//!   named in a manifest is not even opened.
 //! - Without `-L`, open walked entries with `O_NOFOLLOW`, so a file replaced by
 //!   a symbolic link is reported rather than silently followed.
 //! - Read into the caller's buffer, so memory is bounded by the number of
@@ -16,7 +18,7 @@ use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::ErrorKind;
 
@@ -32,6 +34,9 @@ const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 /// so that a single huge file still shows movement; one relaxed add per
 /// 256 KiB read is far below anything measurable.
 static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+/// A cancellation flag that is never set, for hashing that is never cancelled.
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// Bytes read by this process's hashers since it started.
 pub fn bytes_read() -> u64 {
@@ -144,6 +149,12 @@ pub fn new_buffer() -> ReadBuf {
 /// Open `path` for hashing: non-blocking, regular files only, following a
 /// final symbolic link only when `follow` is set.
 pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
+    if follow {
+        // A path that may lead anywhere (a root, a manifest entry, `-L`) is
+        // looked at before it is opened: opening some devices has side effects.
+        // The fstat below still catches a swap between the two calls.
+        refuse_non_regular(&std::fs::metadata(path)?)?;
+    }
     let mut flags = libc::O_NONBLOCK;
     if !follow {
         flags |= libc::O_NOFOLLOW;
@@ -158,9 +169,7 @@ pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
         Err(e) => return Err(e.into()),
     };
     let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(ErrorKind::NotRegular);
-    }
+    refuse_non_regular(&meta)?;
     if meta.len() >= SEQUENTIAL_HINT_MIN {
         // SAFETY: the descriptor is open for the lifetime of `file`; fadvise
         // only reads its arguments and a failure is harmless (it is a hint).
@@ -171,14 +180,38 @@ pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
     Ok(file)
 }
 
+fn refuse_non_regular(meta: &std::fs::Metadata) -> Result<(), ErrorKind> {
+    if meta.is_file() {
+        Ok(())
+    } else if meta.is_dir() {
+        // What `sha256sum` says of a directory.
+        Err(io::Error::from_raw_os_error(libc::EISDIR).into())
+    } else {
+        Err(ErrorKind::NotRegular)
+    }
+}
+
 /// Stream everything `reader` yields through SHA-256, reusing `buf`.
-pub fn hash_reader(mut reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
+pub fn hash_reader(reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
+    hash_reader_until(reader, buf, &NEVER)
+}
+
+/// [`hash_reader`], giving up (with `Interrupted`) at the first read after
+/// `cancel` is set: nobody wants the result of a huge file any more.
+pub fn hash_reader_until(
+    mut reader: impl Read,
+    buf: &mut [u8],
+    cancel: &AtomicBool,
+) -> io::Result<FileDigest> {
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     loop {
         match reader.read(buf) {
             Ok(0) => break,
             Ok(n) => {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+                }
                 hasher.update(&buf[..n]);
                 size += n as u64;
                 BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
@@ -195,8 +228,18 @@ pub fn hash_reader(mut reader: impl Read, buf: &mut [u8]) -> io::Result<FileDige
 
 /// Open and hash one file (see the module doc for the rules).
 pub fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
+    hash_file_until(path, follow, buf, &NEVER)
+}
+
+/// [`hash_file`] that gives up when `cancel` is set (see [`hash_reader_until`]).
+pub fn hash_file_until(
+    path: &Path,
+    follow: bool,
+    buf: &mut [u8],
+    cancel: &AtomicBool,
+) -> Result<FileDigest, ErrorKind> {
     let file = open_regular(path, follow)?;
-    Ok(hash_reader(file, buf)?)
+    Ok(hash_reader_until(file, buf, cancel)?)
 }
 
 #[cfg(test)]

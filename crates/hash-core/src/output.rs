@@ -229,6 +229,10 @@ impl<'a, W: Write> Writer<'a, W> {
 
     /// Take the outcome of job `i`; print everything that is now in order.
     pub fn accept(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
+        // Progress counts completions as they happen, not in print order.
+        if let Some(p) = self.progress {
+            p.file_done(outcome.as_ref().map_or(self.jobs[i].size, |d| d.size));
+        }
         let mut order = std::mem::replace(&mut self.order, InOrder::new(0));
         let flow = order.put(i, outcome, |i, outcome| self.emit(i, outcome));
         self.order = order;
@@ -237,9 +241,6 @@ impl<'a, W: Write> Writer<'a, W> {
 
     fn emit(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
         let job = &self.jobs[i];
-        if let Some(p) = self.progress {
-            p.file_done(outcome.as_ref().map_or(job.size, |d| d.size));
-        }
         let d = match outcome {
             Ok(d) => d,
             Err(kind) => {

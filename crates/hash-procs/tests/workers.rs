@@ -132,7 +132,11 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
     );
     assert!(err.contains(&verdict), "{err}");
     // Two attempts, each announced, then the verdict.
-    assert_eq!(err.matches("(SIGABRT); ").count(), 2, "{err}");
+    let notices = err
+        .lines()
+        .filter(|l| l.starts_with("hash-procs: worker process "))
+        .count();
+    assert_eq!(notices, 2, "{err}");
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -142,7 +146,9 @@ fn killing_the_parent_leaves_no_orphan_workers() {
     let mut child = Command::new(BIN)
         .args(["-j", "2"])
         .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_DELAY_MS", "500")
+        // Workers that outlived the parent would sleep far past the test's
+        // deadline: only the parent-death signal can end them in time.
+        .env("HASHRACE_TEST_WORKER_DELAY_MS", "600000")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -163,7 +169,7 @@ fn killing_the_parent_leaves_no_orphan_workers() {
 #[test]
 fn a_vanishing_file_is_reported_and_the_run_goes_on() {
     let t = tree(6);
-    // The smallest file is handed out last, ~6 × 150 ms after the start.
+    // The smallest file is hashed last, ~6 × 150 ms after the start.
     let doomed = t.path(b"f000");
     let child = Command::new(BIN)
         .args(["-j", "1"])
@@ -206,4 +212,33 @@ fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
     assert_eq!(forced.stdout, reference("-H", &[t.root()]));
     let default = slow(&[]);
     assert_eq!(show(&default.stderr), "");
+}
+
+#[test]
+fn only_the_file_being_hashed_is_blamed_when_a_batch_dies() {
+    // Equal small files go to one worker in one batch; the poison sits in the
+    // middle, after files the worker has already answered.
+    let t = Tree::new();
+    for i in 0..10 {
+        t.file(format!("f{i}").as_bytes(), &pattern(1000));
+    }
+    let poison = t.file(b"f4-poison", &pattern(1000));
+    let out = run(Command::new(BIN)
+        .args(["-j", "1"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_ABORT", "poison"));
+    let text = show(&out.stdout);
+    assert_eq!(text.lines().count(), 10, "{text}");
+    assert!(!text.contains("poison"));
+    let err = show(&out.stderr);
+    let verdicts: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(": worker process died:"))
+        .collect();
+    assert_eq!(verdicts.len(), 1, "{err}");
+    assert!(
+        verdicts[0].starts_with(&format!("hash-procs: {}: ", poison.display())),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -672,8 +672,9 @@ macro_rules! conformance_tests {
             let a = t.path(b"with space");
             let b = t.path(b"deep");
             let want = reference("-H", &[&a, &b]);
-            let list = t.file(
-                b"../list-nl",
+            let lists = Tree::new();
+            let list = lists.file(
+                b"list-nl",
                 format!("{}\n\n{}\n", a.display(), b.display()).as_bytes(),
             );
             let out = hash(BIN, &[OsStr::new("--files-from"), list.as_os_str()]);
@@ -681,7 +682,7 @@ macro_rules! conformance_tests {
             let mut nul = t.path(b"with space").into_os_string().into_encoded_bytes();
             nul.push(0);
             nul.extend_from_slice(b.as_os_str().as_encoded_bytes());
-            let list0 = t.file(b"../list-nul", &nul);
+            let list0 = lists.file(b"list-nul", &nul);
             let out = hash(
                 BIN,
                 &[
@@ -691,8 +692,6 @@ macro_rules! conformance_tests {
                 ],
             );
             assert_eq!(show(&out.stdout), show(&want));
-            std::fs::remove_file(list).unwrap();
-            std::fs::remove_file(list0).unwrap();
         }
 
         #[test]

@@ -182,8 +182,7 @@ pub fn worker_main() -> ExitCode {
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_millis);
-    // Own the descriptors directly: `BufReader::buffer` tells whether more
-    // requests are already queued, so answers are flushed in batches.
+    // Own the descriptors directly rather than through std's locked handles.
     let (Ok(input), Ok(output)) = (
         io::stdin().as_fd().try_clone_to_owned(),
         io::stdout().as_fd().try_clone_to_owned(),
@@ -211,7 +210,9 @@ pub fn worker_main() -> ExitCode {
         if write_response(&mut output, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
-        if input.buffer().is_empty() && output.flush().is_err() {
+        // Answer at once: an answer held back would be lost if the worker
+        // then died, and the crash blamed on a file it had already done.
+        if output.flush().is_err() {
             return ExitCode::FAILURE;
         }
     }
@@ -257,7 +258,14 @@ pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>)
     if jobs.is_empty() {
         return;
     }
-    let exe = match std::env::current_exe() {
+    // /proc/self/exe stays this very binary even if the file is replaced
+    // (rebuilt, upgraded) during the run; a path would not.
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    let exe = match proc_exe
+        .exists()
+        .then_some(proc_exe)
+        .map_or_else(std::env::current_exe, Ok)
+    {
         Ok(exe) => exe,
         Err(e) => {
             let why = format!("cannot find own executable to start workers: {e}");
@@ -465,13 +473,17 @@ impl Pool<'_, '_> {
                 retried += 1;
             }
         }
-        eprintln!(
-            "{}: worker process {} {}; {} file(s) retried on another worker",
-            self.tool,
-            w.child.id(),
-            why,
-            retried
-        );
+        if retried > 0 {
+            eprintln!(
+                "{}: worker process {} {}; {} file(s) retried on another worker",
+                self.tool,
+                w.child.id(),
+                why,
+                retried
+            );
+        } else {
+            eprintln!("{}: worker process {} {}", self.tool, w.child.id(), why);
+        }
         if !self.queue.is_empty() {
             self.spawn();
             self.feed_all();

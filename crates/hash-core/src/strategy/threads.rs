@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::{largest_first, Job, Sink};
-use crate::hasher::{hash_file, new_buffer};
+use crate::hasher::{hash_file_until, new_buffer};
 
 pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let order = largest_first(jobs);
@@ -30,7 +30,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
                     };
                     let job = &jobs[i];
                     if tx
-                        .send((i, hash_file(&job.path, job.follow, &mut buf)))
+                        .send((i, hash_file_until(&job.path, job.follow, &mut buf, stop)))
                         .is_err()
                     {
                         break;
@@ -42,7 +42,8 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
         for (i, outcome) in rx {
             if let ControlFlow::Break(()) = sink(i, outcome) {
                 // Dropping the receiver (leaving the loop) makes every send
-                // fail; the flag also stops threads between two files.
+                // fail; the flag stops threads between two files and in the
+                // middle of one, so a huge file is not finished for nobody.
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
