@@ -15,10 +15,11 @@
 //! Failure handling, the point of using processes at all:
 //! - A worker that crashes or is killed closes its stdout. Its unfinished files
 //!   go back to the front of the queue, a replacement worker is started, and a
-//!   notice goes to stderr. The file it was hashing when it died is charged
-//!   with an attempt; one charged [`MAX_ATTEMPTS`] times is reported as an
-//!   error instead (it is probably what kills workers), so a poisonous file
-//!   cannot loop forever, and the exit status says so.
+//!   notice goes to stderr. Those files become suspects, each retried alone
+//!   on a worker; a suspect that kills a worker again while alone is reported
+//!   as an error instead (it is what kills workers), so a poisonous file
+//!   cannot loop forever, innocent files in its batch are not blamed, and the
+//!   exit status says so.
 //! - Workers never outlive the parent: each asks the kernel for `SIGKILL` when
 //!   its parent dies (`PR_SET_PDEATHSIG`), and exits at end of input anyway.
 //!   Ctrl-C reaches the whole process group.
@@ -56,8 +57,12 @@ const MAX_BATCH: usize = 64;
 /// come first) therefore go two at a time, keeping the tail balanced.
 const BATCH_BYTES: u64 = 4 * 1024 * 1024;
 
-/// How many times a file may be lost with a dying worker before it is reported.
+/// A file lost with [`MAX_ATTEMPTS`] dying workers, the last time hashed alone,
+/// is reported instead of retried.
 const MAX_ATTEMPTS: u8 = 2;
+
+/// Workers answer files at least this large at once, smaller ones per batch.
+const ANSWER_AT_ONCE: u64 = 64 * 1024;
 
 /// Test hooks (read by workers only; documented in the tests that use them):
 /// abort when asked to hash a path ending with this value...
@@ -210,9 +215,12 @@ pub fn worker_main() -> ExitCode {
         if write_response(&mut output, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
-        // Answer at once: an answer held back would be lost if the worker
-        // then died, and the crash blamed on a file it had already done.
-        if output.flush().is_err() {
+        // Answers to small files are sent together when no request is
+        // waiting (one write per batch, not per 4 KiB file); a large file is
+        // answered at once so the parent can send more work without delay.
+        let batch_done = input.buffer().is_empty();
+        let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
+        if (batch_done || large) && output.flush().is_err() {
             return ExitCode::FAILURE;
         }
     }
@@ -417,7 +425,14 @@ impl Pool<'_, '_> {
         while let Some(&id) = self.queue.front() {
             let size = self.jobs[id as usize].size;
             let held = w.in_flight.len();
-            let room = held < DEPTH || (held < batch && w.in_flight_bytes + size <= BATCH_BYTES);
+            // A suspect (lost with a dying worker before) travels alone, so a
+            // second crash points at it and at nothing else.
+            let suspect = |id: &u32| self.attempts[*id as usize] > 0;
+            let room = if suspect(&id) || w.in_flight.iter().any(suspect) {
+                held == 0
+            } else {
+                held < DEPTH || (held < batch && w.in_flight_bytes + size <= BATCH_BYTES)
+            };
             if !room {
                 break;
             }
@@ -458,15 +473,15 @@ impl Pool<'_, '_> {
             Ok(s) => describe(*s),
             Err(e) => format!("could not be waited for ({e})"),
         };
-        // A worker hashes its files in the order it got them, so only the
-        // oldest was being hashed when it died: only that one is suspect. The
-        // others were merely waiting and go back to the queue as they were.
+        // Answers are sent in batches, so any unanswered file may be the one
+        // that was being hashed: all become suspects and are retried alone
+        // (see `feed`). A file that kills a worker while alone, after an
+        // earlier loss, is the culprit and is reported.
+        let alone = w.in_flight.len() == 1;
         let mut retried = 0;
-        for (n, &id) in w.in_flight.iter().enumerate().rev() {
-            if n == 0 {
-                self.attempts[id as usize] += 1;
-            }
-            if self.attempts[id as usize] >= MAX_ATTEMPTS {
+        for &id in w.in_flight.iter().rev() {
+            self.attempts[id as usize] += 1;
+            if alone && self.attempts[id as usize] >= MAX_ATTEMPTS {
                 self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
             } else {
                 self.queue.push_front(id);
