@@ -274,36 +274,27 @@ fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
         return true;
     }
     if !opts.status {
-        let plural = |n: u64, one: &str, many: &str| {
-            if n == 1 {
-                format!("{tool}: WARNING: 1 {one}")
-            } else {
-                format!("{tool}: WARNING: {n} {many}")
-            }
-        };
-        if t.malformed > 0 {
-            let m = plural(
-                t.malformed,
-                "line is improperly formatted",
-                "lines are improperly formatted",
-            );
-            eprintln!("{m}");
-        }
-        if t.unreadable > 0 {
-            let m = plural(
+        let warnings = [
+            (t.malformed, "line is", "lines are", "improperly formatted"),
+            (
                 t.unreadable,
-                "listed file could not be read",
-                "listed files could not be read",
-            );
-            eprintln!("{m}");
-        }
-        if t.mismatched > 0 {
-            let m = plural(
+                "listed file",
+                "listed files",
+                "could not be read",
+            ),
+            (
                 t.mismatched,
-                "computed checksum did NOT match",
-                "computed checksums did NOT match",
-            );
-            eprintln!("{m}");
+                "computed checksum",
+                "computed checksums",
+                "did NOT match",
+            ),
+        ];
+        for (n, one, many, what) in warnings {
+            match n {
+                0 => {}
+                1 => eprintln!("{tool}: WARNING: 1 {one} {what}"),
+                _ => eprintln!("{tool}: WARNING: {n} {many} {what}"),
+            }
         }
     }
     let verified = t.ok + t.mismatched + t.unreadable;

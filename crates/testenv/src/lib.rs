@@ -704,8 +704,5 @@ macro_rules! conformance_tests {
             assert_eq!(show(&out.stderr), "", "stderr is a pipe here: no progress");
             assert_eq!(out.status.code(), Some(0));
         }
-
-        #[allow(dead_code)]
-        fn _uses(_: &Path) {}
     };
 }
