@@ -187,12 +187,28 @@ pub fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Whether the `nobody` user can be used to make permission errors real (we
-/// run as root in CI, and root ignores permission bits).
-pub fn as_nobody(bin: &str) -> Command {
+/// A world-readable copy of `bin`, for running it as `nobody`: the checkout
+/// it was built in may sit under a directory `nobody` cannot enter. Keep the
+/// returned directory alive while the copy is used.
+pub fn nobody_copy(bin: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("hashrace-bin")
+        .tempdir()
+        .unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.path().join(Path::new(bin).file_name().unwrap());
+    fs::copy(bin, &copy).unwrap();
+    fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, copy)
+}
+
+/// A command running `program` as the unprivileged `nobody` user, so that
+/// permission errors are real even though CI runs as root (which ignores
+/// permission bits).
+pub fn as_nobody(program: &Path) -> Command {
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(bin);
+        .arg(program);
     cmd
 }
 
@@ -314,7 +330,8 @@ macro_rules! conformance_tests {
             t.file(b"closed/inside", b"i");
             let closed = t.path(b"closed");
             std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
-            let out = run(as_nobody(BIN).arg(t.root()));
+            let (_dir, bin) = nobody_copy(BIN);
+            let out = run(as_nobody(&bin).arg(t.root()));
             let a = t.path(b"ok/a");
             assert_eq!(show(&out.stdout), show(&sha256sum(&[&a])));
             assert_eq!(
@@ -478,7 +495,7 @@ macro_rules! conformance_tests {
 
         /// Run GNU and us on one manifest with the same switches, as `nobody`
         /// (so an unreadable file is real), in `dir`; compare everything.
-        fn same_as_gnu_check(dir: &Path, manifest: &str, switches: &[&str]) {
+        fn same_as_gnu_check(bin: &Path, dir: &Path, manifest: &str, switches: &[&str]) {
             let gnu = run(std::process::Command::new("setpriv")
                 .args([
                     "--reuid=65534",
@@ -491,7 +508,7 @@ macro_rules! conformance_tests {
                 .args(switches)
                 .arg(manifest)
                 .current_dir(dir));
-            let ours = run(as_nobody(BIN)
+            let ours = run(as_nobody(bin)
                 .arg("-c")
                 .args(switches)
                 .arg(manifest)
@@ -534,6 +551,7 @@ macro_rules! conformance_tests {
             for (name, text) in manifests {
                 t.file(name.as_bytes(), text.as_bytes());
             }
+            let (_dir, bin) = nobody_copy(BIN);
             for (name, _) in manifests {
                 for switches in [
                     &[][..],
@@ -545,10 +563,10 @@ macro_rules! conformance_tests {
                     &["--status", "--warn"],
                     &["--strict", "--quiet", "--ignore-missing"],
                 ] {
-                    same_as_gnu_check(t.root(), name, switches);
+                    same_as_gnu_check(&bin, t.root(), name, switches);
                 }
             }
-            same_as_gnu_check(t.root(), "no-such-manifest", &[]);
+            same_as_gnu_check(&bin, t.root(), "no-such-manifest", &[]);
         }
 
         #[test]
