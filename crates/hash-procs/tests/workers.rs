@@ -4,7 +4,7 @@
 //! down so that a run is reliably still going when we kill something, and
 //! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -65,24 +65,30 @@ fn kill(pid: u32) {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
 }
 
-#[test]
-fn a_killed_worker_loses_nothing() {
-    let t = tree(40);
-    let expected = reference("-H", &[t.root()]);
+/// Start `hash-procs -j N root` with each file delayed by `delay_ms`, and wait
+/// until its `n` workers exist; the walk is then over.
+fn start_with_workers(root: &std::path::Path, n: usize, delay_ms: u64) -> (Child, Vec<u32>) {
     let child = Command::new(BIN)
-        .args(["-j", "2"])
-        .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_DELAY_MS", "40")
+        .args(["-j", &n.to_string()])
+        .arg(root)
+        .env("HASHRACE_TEST_WORKER_DELAY_MS", delay_ms.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let parent = child.id();
     let mut workers = Vec::new();
-    wait_for("two workers", || {
-        workers = children(parent);
-        workers.len() == 2
+    wait_for("the workers", || {
+        workers = children(child.id());
+        workers.len() == n
     });
+    (child, workers)
+}
+
+#[test]
+fn a_killed_worker_loses_nothing() {
+    let t = tree(40);
+    let expected = reference("-H", &[t.root()]);
+    let (child, workers) = start_with_workers(t.root(), 2, 40);
     sleep(Duration::from_millis(100)); // let the victim be mid-file
     kill(workers[0]);
     let out = child.wait_with_output().unwrap();
@@ -143,23 +149,10 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
 #[test]
 fn killing_the_parent_leaves_no_orphan_workers() {
     let t = tree(20);
-    let mut child = Command::new(BIN)
-        .args(["-j", "2"])
-        .arg(t.root())
-        // Workers that outlived the parent would sleep far past the test's
-        // deadline: only the parent-death signal can end them in time.
-        .env("HASHRACE_TEST_WORKER_DELAY_MS", "600000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let parent = child.id();
-    let mut workers = Vec::new();
-    wait_for("two workers", || {
-        workers = children(parent);
-        workers.len() == 2
-    });
-    kill(parent);
+    // Workers that outlived the parent would sleep far past the test's
+    // deadline: only the parent-death signal can end them in time.
+    let (mut child, workers) = start_with_workers(t.root(), 2, 600_000);
+    kill(child.id());
     child.wait().unwrap();
     wait_for("the workers to die with their parent", || {
         workers.iter().all(|&w| !alive(w))
@@ -171,17 +164,8 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
     let t = tree(6);
     // The smallest file is hashed last, ~6 × 150 ms after the start.
     let doomed = t.path(b"f000");
-    let child = Command::new(BIN)
-        .args(["-j", "1"])
-        .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_DELAY_MS", "150")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let parent = child.id();
-    // Once a worker exists the walk is over: f000 is planned but not yet opened.
-    wait_for("a worker", || !children(parent).is_empty());
+    // Once the worker exists the walk is over: f000 is planned, not yet opened.
+    let (child, _) = start_with_workers(t.root(), 1, 150);
     std::fs::remove_file(&doomed).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(
