@@ -20,8 +20,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
 use rand_chacha::rand_core::RngCore;
@@ -30,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::manifest::manifest;
 use crate::progress::Progress;
 use crate::spec::{content_rng, totals, PlannedFile, Spec, GENERATOR_VERSION};
-use crate::util::human_bytes;
+use crate::util::{human_bytes, parallel_for};
 
 /// Knobs of [`generate`].
 #[derive(Debug, Clone)]
@@ -175,59 +174,32 @@ fn write_files(
     tasks.sort_by_key(|t| std::cmp::Reverse(t.len));
     let total: u64 = files.iter().map(|f| f.size).sum();
     let progress = Progress::new(format!("gen {label}"), total, opts.progress);
-    let next = AtomicUsize::new(0);
-    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        s.spawn(|| progress.run());
-        let workers: Vec<_> = (0..opts.threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut buf = vec![0u8; 1 << 20];
-                    loop {
-                        let t = next.fetch_add(1, Ordering::Relaxed);
-                        if t >= tasks.len() || first_err.lock().unwrap().is_some() {
-                            break;
-                        }
-                        let task = &tasks[t];
-                        let f = files[task.file];
-                        let final_path = dir.join(&f.rel);
-                        let part = part_path(&final_path);
-                        let r = (|| -> Result<()> {
-                            let out = OpenOptions::new()
-                                .write(true)
-                                .open(&part)
-                                .with_context(|| format!("opening {}", part.display()))?;
-                            let mut done = 0;
-                            while done < task.len {
-                                let n = (task.len - done).min(buf.len() as u64) as usize;
-                                fill_at(seed, f, task.offset + done, &mut buf[..n]);
-                                out.write_all_at(&buf[..n], task.offset + done)
-                                    .with_context(|| format!("writing {}", part.display()))?;
-                                done += n as u64;
-                                progress.add(n as u64);
-                            }
-                            drop(out);
-                            if remaining[task.file].fetch_sub(1, Ordering::AcqRel) == 1 {
-                                std::fs::rename(&part, &final_path)
-                                    .with_context(|| format!("renaming {}", part.display()))?;
-                            }
-                            Ok(())
-                        })();
-                        if let Err(e) = r {
-                            first_err.lock().unwrap().get_or_insert(e);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.join();
+    parallel_for(tasks.len(), opts.threads, &progress, |t, buf| {
+        let task = &tasks[t];
+        let f = files[task.file];
+        let final_path = dir.join(&f.rel);
+        let part = part_path(&final_path);
+        let out = OpenOptions::new()
+            .write(true)
+            .open(&part)
+            .with_context(|| format!("opening {}", part.display()))?;
+        let mut done = 0;
+        while done < task.len {
+            let n = (task.len - done).min(buf.len() as u64) as usize;
+            fill_at(seed, f, task.offset + done, &mut buf[..n]);
+            out.write_all_at(&buf[..n], task.offset + done)
+                .with_context(|| format!("writing {}", part.display()))?;
+            done += n as u64;
+            progress.add(n as u64);
         }
-        progress.finish();
-    });
-    if let Some(e) = first_err.into_inner().unwrap() {
-        return Err(e);
-    }
+        drop(out);
+        // The last chunk of a file to finish makes it complete.
+        if remaining[task.file].fetch_sub(1, Ordering::AcqRel) == 1 {
+            std::fs::rename(&part, &final_path)
+                .with_context(|| format!("renaming {}", part.display()))?;
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -8,10 +8,8 @@
 //! escaping applies; a name that would need it is an error rather than a silent mismatch.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
@@ -19,7 +17,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cache::walk_files;
 use crate::progress::Progress;
-use crate::util::hex;
+use crate::util::{hex, parallel_for};
 
 /// A dataset's manifest text and its digest.
 #[derive(Debug, Clone)]
@@ -34,62 +32,24 @@ pub struct Manifest {
     pub bytes: u64,
 }
 
-/// SHA-256 of one file, streamed through a reused buffer.
+/// SHA-256 of one file, streamed through a reused buffer (hash-core's hasher).
 pub fn sha256_file(path: &Path, buf: &mut [u8]) -> Result<([u8; 32], u64)> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut n = 0u64;
-    loop {
-        let k = f
-            .read(buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if k == 0 {
-            break;
-        }
-        h.update(&buf[..k]);
-        n += k as u64;
-    }
-    Ok((h.finalize().into(), n))
+    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let d = hash_core::hasher::hash_reader(f, buf)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok((d.digest, d.size))
 }
 
 /// Hash `paths` on `threads` threads (largest-first would balance better, but the file
 /// order is what callers need back, and datasets interleave sizes well enough).
 pub fn hash_files(paths: &[PathBuf], threads: usize, progress: &Progress) -> Result<Vec<[u8; 32]>> {
-    let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<[u8; 32]>>> = Mutex::new(vec![None; paths.len()]);
-    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        s.spawn(|| progress.run());
-        let workers: Vec<_> = (0..threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut buf = vec![0u8; 1 << 20];
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= paths.len() || first_err.lock().unwrap().is_some() {
-                            break;
-                        }
-                        match sha256_file(&paths[i], &mut buf) {
-                            Ok((d, n)) => {
-                                progress.add(n);
-                                out.lock().unwrap()[i] = Some(d);
-                            }
-                            Err(e) => {
-                                first_err.lock().unwrap().get_or_insert(e);
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            let _ = w.join();
-        }
-        progress.finish();
-    });
-    if let Some(e) = first_err.into_inner().unwrap() {
-        return Err(e);
-    }
+    parallel_for(paths.len(), threads, progress, |i, buf| {
+        let (d, n) = sha256_file(&paths[i], buf)?;
+        progress.add(n);
+        out.lock().unwrap()[i] = Some(d);
+        Ok(())
+    })?;
     Ok(out
         .into_inner()
         .unwrap()

@@ -4,18 +4,54 @@
 //! Kept dependency-free on purpose (no chrono, no shell-words): each helper is a few
 //! lines and is unit-tested here.
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Lower-case hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
+use crate::progress::Progress;
+
+pub use hash_core::hasher::hex;
+
+/// Run `task(i, buf)` for every `i` in `0..count` on `threads` threads (each with
+/// its own 1 MiB buffer), drawing `progress` meanwhile. Stops handing out tasks at
+/// the first error, which is returned.
+pub fn parallel_for(
+    count: usize,
+    threads: usize,
+    progress: &Progress,
+    task: impl Fn(usize, &mut [u8]) -> anyhow::Result<()> + Sync,
+) -> anyhow::Result<()> {
+    let next = AtomicUsize::new(0);
+    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        s.spawn(|| progress.run());
+        let workers: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut buf = vec![0u8; 1 << 20];
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= count || first_err.lock().unwrap().is_some() {
+                            break;
+                        }
+                        if let Err(e) = task(i, &mut buf) {
+                            first_err.lock().unwrap().get_or_insert(e);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        progress.finish();
+    });
+    match first_err.into_inner().unwrap() {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    s
 }
 
 /// Median of `values` (mean of the two middle values for an even count); `None` if empty.
