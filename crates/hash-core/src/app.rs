@@ -121,11 +121,7 @@ fn hash(
     strategy.run(tool, &plan.files, config.jobs, &mut |i, outcome| {
         writer.accept(i, outcome)
     });
-    let workers = if strategy.is_parallel() {
-        config.jobs.clamp(1, plan.files.len().max(1))
-    } else {
-        1
-    };
+    let workers = strategy.workers(config.jobs, plan.files.len());
     let info = RunInfo {
         strategy: strategy.name(),
         workers,

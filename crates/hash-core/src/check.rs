@@ -29,7 +29,7 @@ use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::output::{report_error, InOrder};
 use crate::progress::Progress;
-use crate::strategy::{Job, Strategy};
+use crate::strategy::{Job, Outcome, Strategy};
 
 /// GNU's check-mode switches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -173,13 +173,19 @@ pub fn check_manifest(
         warn_malformed(&malformed);
         return Ok(tally);
     }
+    let sizes = run.strategy.is_parallel() || run.progress;
     let jobs: Vec<Job> = entries
         .iter()
         .map(|e| {
             let path = bytes_path(&e.path).to_path_buf();
-            // A size hint for largest-first scheduling; a missing file is 0
-            // here and reported when the strategy tries to open it.
-            let size = fs::metadata(&path).map_or(0, |m| m.len());
+            // A size hint for largest-first scheduling and the progress total
+            // (as in the walk, skipped when neither needs it); a missing file
+            // is 0 here and reported when the strategy tries to open it.
+            let size = if sizes {
+                fs::metadata(&path).map_or(0, |m| m.len())
+            } else {
+                0
+            };
             Job::new(path, size, true)
         })
         .collect();
@@ -188,58 +194,63 @@ pub fn check_manifest(
         .then(|| Progress::start(jobs.len() as u64, jobs.iter().map(|j| j.size).sum()));
     let mut order = InOrder::new(jobs.len());
     let mut write_failure = None;
+    let mut verdict = |i: usize, outcome: Outcome| -> ControlFlow<()> {
+        let entry = &entries[i];
+        if !malformed_before[i].is_empty() {
+            let _ = out.flush();
+            warn_malformed(&malformed_before[i]);
+        }
+        let verdict: &[u8] = match outcome {
+            Ok(d) if d.digest == entry.digest => {
+                tally.ok += 1;
+                if run.opts.quiet || run.opts.status {
+                    return ControlFlow::Continue(());
+                }
+                b"OK"
+            }
+            Ok(_) => {
+                tally.mismatched += 1;
+                b"FAILED"
+            }
+            Err(ErrorKind::Io(e))
+                if run.opts.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
+            {
+                tally.missing_ignored += 1;
+                return ControlFlow::Continue(());
+            }
+            Err(kind) => {
+                tally.unreadable += 1;
+                let _ = out.flush();
+                report_error(
+                    run.tool,
+                    &Error::new(jobs[i].path.clone(), kind),
+                    progress.as_ref(),
+                );
+                b"FAILED open or read"
+            }
+        };
+        if run.opts.status {
+            return ControlFlow::Continue(());
+        }
+        match write_status(out, &entry.path, verdict) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                write_failure = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    };
     run.strategy
         .run(run.tool, &jobs, run.jobs, &mut |i, outcome| {
             // Progress counts completions as they happen, not in print order.
             if let Some(p) = &progress {
                 p.file_done(jobs[i].size);
             }
-            order.put(i, outcome, |i, outcome| {
-                let entry = &entries[i];
-                if !malformed_before[i].is_empty() {
-                    let _ = out.flush();
-                    warn_malformed(&malformed_before[i]);
-                }
-                let verdict: &[u8] = match outcome {
-                    Ok(d) if d.digest == entry.digest => {
-                        tally.ok += 1;
-                        if run.opts.quiet || run.opts.status {
-                            return ControlFlow::Continue(());
-                        }
-                        b"OK"
-                    }
-                    Ok(_) => {
-                        tally.mismatched += 1;
-                        b"FAILED"
-                    }
-                    Err(ErrorKind::Io(e))
-                        if run.opts.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
-                    {
-                        tally.missing_ignored += 1;
-                        return ControlFlow::Continue(());
-                    }
-                    Err(kind) => {
-                        tally.unreadable += 1;
-                        let _ = out.flush();
-                        report_error(
-                            run.tool,
-                            &Error::new(jobs[i].path.clone(), kind),
-                            progress.as_ref(),
-                        );
-                        b"FAILED open or read"
-                    }
-                };
-                if run.opts.status {
-                    return ControlFlow::Continue(());
-                }
-                match write_status(out, &entry.path, verdict) {
-                    Ok(()) => ControlFlow::Continue(()),
-                    Err(e) => {
-                        write_failure = Some(e);
-                        ControlFlow::Break(())
-                    }
-                }
-            })
+            order.insert(i, outcome);
+            while let Some((i, outcome)) = order.pop_ready() {
+                verdict(i, outcome)?;
+            }
+            ControlFlow::Continue(())
         });
     if let Some(p) = progress {
         p.finish();

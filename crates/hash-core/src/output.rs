@@ -126,19 +126,16 @@ impl<T> InOrder<T> {
         }
     }
 
-    /// Park item `i`, then hand every item that is now next in line to `f`.
-    pub(crate) fn put(
-        &mut self,
-        i: usize,
-        item: T,
-        mut f: impl FnMut(usize, T) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+    /// Park item `i` until its turn comes.
+    pub(crate) fn insert(&mut self, i: usize, item: T) {
         self.slots[i] = Some(item);
-        while let Some(item) = self.slots.get_mut(self.next).and_then(Option::take) {
-            self.next += 1;
-            f(self.next - 1, item)?;
-        }
-        ControlFlow::Continue(())
+    }
+
+    /// The next item in line, with its index, if it has arrived.
+    pub(crate) fn pop_ready(&mut self) -> Option<(usize, T)> {
+        let item = self.slots.get_mut(self.next).and_then(Option::take)?;
+        self.next += 1;
+        Some((self.next - 1, item))
     }
 }
 
@@ -233,10 +230,11 @@ impl<'a, W: Write> Writer<'a, W> {
         if let Some(p) = self.progress {
             p.file_done(outcome.as_ref().map_or(self.jobs[i].size, |d| d.size));
         }
-        let mut order = std::mem::replace(&mut self.order, InOrder::new(0));
-        let flow = order.put(i, outcome, |i, outcome| self.emit(i, outcome));
-        self.order = order;
-        flow
+        self.order.insert(i, outcome);
+        while let Some((i, outcome)) = self.order.pop_ready() {
+            self.emit(i, outcome)?;
+        }
+        ControlFlow::Continue(())
     }
 
     fn emit(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {

@@ -179,6 +179,9 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// The run is slowed to ~1 s (several 200 ms progress ticks), so a default
+/// that wrongly drew on a pipe would show here; the decision is shared code,
+/// so one binary covers all four.
 #[test]
 fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
     let t = tree(6);

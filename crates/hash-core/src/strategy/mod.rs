@@ -96,11 +96,21 @@ impl Strategy {
         self != Strategy::Serial
     }
 
+    /// The workers a run of `jobs` files really uses when `requested` are asked
+    /// for: never more than the files, at least one, one for `Serial`.
+    pub fn workers(self, requested: usize, jobs: usize) -> usize {
+        if self.is_parallel() {
+            requested.clamp(1, jobs.max(1))
+        } else {
+            1
+        }
+    }
+
     /// Hash every job, reporting each outcome to `sink` (see the module doc).
     /// `tool` names the program in the rare notices a strategy prints itself
     /// (a worker process that died); `workers` is ignored by `Serial`.
     pub fn run(self, tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
-        let workers = workers.clamp(1, jobs.len().max(1));
+        let workers = self.workers(workers, jobs.len());
         match self {
             Strategy::Serial => serial::run(jobs, sink),
             Strategy::Threads => threads::run(jobs, workers, sink),
