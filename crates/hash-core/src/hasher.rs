@@ -13,9 +13,10 @@
 //!   workers and no file is ever read whole.
 
 use sha2::{Digest, Sha256};
+use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,7 +37,7 @@ const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 static BYTES_READ: AtomicU64 = AtomicU64::new(0);
 
 /// A cancellation flag that is never set, for hashing that is never cancelled.
-static NEVER: AtomicBool = AtomicBool::new(false);
+pub static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// Bytes read by this process's hashers since it started.
 pub fn bytes_read() -> u64 {
@@ -146,9 +147,65 @@ pub fn new_buffer() -> ReadBuf {
     ReadBuf::new()
 }
 
+/// Size of the buffer of a reader added only to keep more reads in flight
+/// (see [`Buffer::Small`]).
+pub const SMALL_BUF_SIZE: usize = 64 * 1024;
+
+/// A worker's read buffer: the huge-page one of a hashing worker, or a small
+/// plain one for the extra readers a pool adds while files wait for the disk.
+/// Those only matter for small cold files, where the disk, not the copy, is
+/// the limit; 64 of them cost 4 MiB instead of 128.
+#[derive(Debug)]
+pub enum Buffer {
+    /// A [`ReadBuf`] (2 MiB of memory, [`READ_BUF_SIZE`] used).
+    Huge(ReadBuf),
+    /// [`SMALL_BUF_SIZE`] bytes on the heap.
+    Small(Box<[u8]>),
+}
+
+impl Buffer {
+    /// A small buffer.
+    pub fn small() -> Buffer {
+        Buffer::Small(vec![0; SMALL_BUF_SIZE].into_boxed_slice())
+    }
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buffer::Huge(b) => b,
+            Buffer::Small(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Buffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Buffer::Huge(b) => b,
+            Buffer::Small(b) => b,
+        }
+    }
+}
+
+/// An open regular file and the size `fstat` gave it.
+#[derive(Debug)]
+pub struct Opened {
+    /// The file, open for reading.
+    pub file: File,
+    /// Its size when opened: lets the read loop stop without a last `read`
+    /// that returns 0 (one system call of five per small file).
+    pub size: u64,
+}
+
 /// Open `path` for hashing: non-blocking, regular files only, following a
 /// final symbolic link only when `follow` is set.
 pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
+    open_path(path, follow).map(|o| o.file)
+}
+
+fn open_path(path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
     if follow {
         // A path that may lead anywhere (a root, a manifest entry, `-L`) is
         // looked at before it is opened: opening some devices has side effects.
@@ -168,6 +225,24 @@ pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
         }
         Err(e) => return Err(e.into()),
     };
+    checked(file)
+}
+
+/// Open `name` in the directory `dir` (a walked entry: never following a final
+/// link), with the same rules as [`open_regular`]. Opening relative to the
+/// parent's descriptor skips the lookup of every ancestor, which is most of
+/// the cost of opening a small file by its full path.
+pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
+    use rustix::fs::{openat, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match openat(dir, name, flags, Mode::empty()) {
+        Ok(fd) => checked(File::from(fd)),
+        Err(rustix::io::Errno::LOOP) => Err(ErrorKind::NotRegular),
+        Err(e) => Err(io::Error::from(e).into()),
+    }
+}
+
+fn checked(file: File) -> Result<Opened, ErrorKind> {
     let meta = file.metadata()?;
     refuse_non_regular(&meta)?;
     if meta.len() >= SEQUENTIAL_HINT_MIN {
@@ -177,7 +252,10 @@ pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
             libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
     }
-    Ok(file)
+    Ok(Opened {
+        size: meta.len(),
+        file,
+    })
 }
 
 fn refuse_non_regular(meta: &std::fs::Metadata) -> Result<(), ErrorKind> {
@@ -226,9 +304,50 @@ pub fn hash_reader_until(
     })
 }
 
+/// How one file is to be hashed: everything but the buffer.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    /// The file's path (its last component is opened in `dir` when given).
+    pub path: &'a Path,
+    /// The walked parent directory, open, if the walk kept it.
+    pub dir: Option<BorrowedFd<'a>>,
+    /// Whether a final symbolic link may be followed.
+    pub follow: bool,
+    /// Set by somebody who no longer wants the result.
+    pub cancel: &'a AtomicBool,
+    /// Called (at most once per file) when the data is not in the page cache,
+    /// just before a read that will wait for the disk: lets a pool put
+    /// another reader to work meanwhile. `None`: nobody cares, read plainly.
+    pub on_block: Option<&'a dyn Fn()>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("path", &self.path)
+            .field("dir", &self.dir)
+            .field("follow", &self.follow)
+            .field("on_block", &self.on_block.is_some())
+            .finish()
+    }
+}
+
+impl<'a> Request<'a> {
+    /// A plain request: no directory, never cancelled, no blocking hook.
+    pub fn new(path: &'a Path, follow: bool) -> Self {
+        Request {
+            path,
+            dir: None,
+            follow,
+            cancel: &NEVER,
+            on_block: None,
+        }
+    }
+}
+
 /// Open and hash one file (see the module doc for the rules).
 pub fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
-    hash_file_until(path, follow, buf, &NEVER)
+    hash(&Request::new(path, follow), buf)
 }
 
 /// [`hash_file`] that gives up when `cancel` is set (see [`hash_reader_until`]).
@@ -238,8 +357,85 @@ pub fn hash_file_until(
     buf: &mut [u8],
     cancel: &AtomicBool,
 ) -> Result<FileDigest, ErrorKind> {
-    let file = open_regular(path, follow)?;
-    Ok(hash_reader_until(file, buf, cancel)?)
+    hash(
+        &Request {
+            cancel,
+            ..Request::new(path, follow)
+        },
+        buf,
+    )
+}
+
+/// Open and hash the file `req` names into `buf`.
+pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
+    let opened = match (req.dir, req.path.file_name()) {
+        (Some(dir), Some(name)) if !req.follow => open_in(dir, name)?,
+        _ => open_path(req.path, req.follow)?,
+    };
+    Ok(hash_opened(&opened, buf, req.cancel, req.on_block)?)
+}
+
+/// Hash an opened file with positioned reads.
+///
+/// The loop stops at the first short read that brings the total to the size
+/// `fstat` reported: a regular file returns fewer bytes than asked only at its
+/// end, so the final `read` returning 0 is skipped. A file that is shorter
+/// than it claimed (or grows) is still read to a `read` of 0, as before.
+///
+/// With `on_block`, reads first try `RWF_NOWAIT`: data in the page cache is
+/// returned at no extra cost, and the hook hears about the first read that
+/// would wait for the disk before that read is made blocking.
+pub fn hash_opened(
+    opened: &Opened,
+    buf: &mut [u8],
+    cancel: &AtomicBool,
+    on_block: Option<&dyn Fn()>,
+) -> io::Result<FileDigest> {
+    use rustix::io::{pread, preadv2, Errno, ReadWriteFlags};
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut nowait = on_block;
+    loop {
+        let res = match nowait {
+            Some(hook) => {
+                let mut iov = [io::IoSliceMut::new(buf)];
+                match preadv2(&opened.file, &mut iov, size, ReadWriteFlags::NOWAIT) {
+                    Err(Errno::AGAIN) => {
+                        nowait = None;
+                        hook();
+                        continue;
+                    }
+                    // An old kernel or a filesystem without it: read plainly.
+                    Err(Errno::OPNOTSUPP | Errno::INVAL | Errno::NOSYS) => {
+                        nowait = None;
+                        continue;
+                    }
+                    r => r,
+                }
+            }
+            None => pread(&opened.file, &mut *buf, size),
+        };
+        match res {
+            Ok(0) => break,
+            Ok(n) => {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+                }
+                hasher.update(&buf[..n]);
+                size += n as u64;
+                BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+                if n < buf.len() && size == opened.size {
+                    break;
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(FileDigest {
+        digest: hasher.finalize().into(),
+        size,
+    })
 }
 
 #[cfg(test)]

@@ -15,15 +15,19 @@
 //! - FIFOs, sockets and devices are counted as skipped, never opened.
 //! - A directory or file that cannot be read is reported; the walk goes on.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use walkdir::WalkDir;
 
 use crate::error::{Error, ErrorKind};
 use crate::escape::path_bytes;
-pub use crate::strategy::Job;
+pub use crate::strategy::{DirFd, Job};
 
 /// An entry that is neither a regular file nor a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +98,9 @@ fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
     // after the root and the separator `join` adds (none if it ends in '/').
     let root_len = path_bytes(root).len();
     let rel = root_len + usize::from(!path_bytes(root).ends_with(b"/"));
+    if !follow {
+        return walk_physical(root, rel, sizes, plan);
+    }
     let walker = WalkDir::new(root)
         .follow_links(follow)
         .follow_root_links(true)
@@ -139,6 +146,179 @@ fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
             }
         }
     }
+}
+
+/// One entry of a directory being walked.
+struct Entry {
+    /// Its name, with a `/` appended for a directory: sorting by this key
+    /// lists a directory's contents exactly where the whole paths sort.
+    key: Vec<u8>,
+    is_dir: bool,
+}
+
+/// A directory whose entries are being listed.
+struct Frame {
+    /// Its path (root joined with the path below it).
+    path: Vec<u8>,
+    fd: Option<DirFd>,
+    raw: Arc<OwnedFd>,
+    entries: std::vec::IntoIter<Entry>,
+}
+
+/// Open directories kept for opening files relative to them, at most: far
+/// below the descriptor limit this module raises (a tree with more
+/// directories opens the rest's files by full path, which is only slower).
+const DIR_FDS_KEPT: usize = 4096;
+
+/// The walk of a directory root without following links (`find -H`), on
+/// directory descriptors: `getdents` gives each entry's type, so only files
+/// need a `stat` (relative to their directory, for their size), and the
+/// sorted order comes out directly, directory by directory, with no sort of
+/// the whole list. Each file keeps its directory open so that hashing opens
+/// it with `openat` instead of looking up its full path again.
+fn walk_physical(root: &Path, rel: usize, sizes: bool, plan: &mut Plan) {
+    use rustix::fs::{open, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = match open(root, flags, Mode::empty()) {
+        Ok(fd) => Arc::new(fd),
+        Err(e) => return plan.errors.push(Error::new(root, io::Error::from(e))),
+    };
+    let budget = dir_fd_budget();
+    let mut kept = 0usize;
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut push = |path: Vec<u8>, raw: Arc<OwnedFd>, plan: &mut Plan, stack: &mut Vec<Frame>| {
+        let entries = match list(&raw, &path, plan) {
+            Ok(entries) => entries,
+            Err(e) => return plan.errors.push(Error::new(os_path(&path), e)),
+        };
+        let fd = (kept < budget).then(|| {
+            kept += 1;
+            DirFd(Arc::clone(&raw))
+        });
+        stack.push(Frame {
+            path,
+            fd,
+            raw,
+            entries: entries.into_iter(),
+        });
+    };
+    push(path_bytes(root).to_vec(), fd, plan, &mut stack);
+    while let Some(frame) = stack.last_mut() {
+        let Some(entry) = frame.entries.next() else {
+            stack.pop();
+            continue;
+        };
+        let name = if entry.is_dir {
+            &entry.key[..entry.key.len() - 1]
+        } else {
+            &entry.key[..]
+        };
+        let mut path = Vec::with_capacity(frame.path.len() + 1 + name.len());
+        path.extend_from_slice(&frame.path);
+        if !path.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        let name = OsStr::from_bytes(name);
+        if entry.is_dir {
+            match rustix::fs::openat(&frame.raw, name, flags | OFlags::NOFOLLOW, Mode::empty()) {
+                Ok(sub) => push(path, Arc::new(sub), plan, &mut stack),
+                Err(e) => plan
+                    .errors
+                    .push(Error::new(os_path(&path), io::Error::from(e))),
+            }
+            continue;
+        }
+        let size = if sizes {
+            match rustix::fs::statat(&frame.raw, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st.st_size as u64,
+                Err(e) => {
+                    plan.errors
+                        .push(Error::new(os_path(&path), io::Error::from(e)));
+                    continue;
+                }
+            }
+        } else {
+            0
+        };
+        plan.files.push(Job {
+            rel,
+            dir: frame.fd.clone(),
+            ..Job::new(PathBuf::from(OsString::from_vec(path)), size, false)
+        });
+    }
+}
+
+fn os_path(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(bytes))
+}
+
+/// The entries of one directory, sorted by [`Entry::key`]; entries that are
+/// neither files nor directories go to `plan.skipped` on the way.
+fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
+    use rustix::fs::{statat, AtFlags, Dir, FileType};
+    let mut entries = Vec::new();
+    let mut skipped = Vec::new();
+    let mut reader = Dir::read_from(dir)?;
+    while let Some(entry) = reader.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let mut ft = entry.file_type();
+        if ft == FileType::Unknown {
+            // Some filesystems do not fill in d_type.
+            let st = statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)?;
+            ft = FileType::from_raw_mode(st.st_mode);
+        }
+        let mut key = name.to_vec();
+        match ft {
+            FileType::RegularFile => entries.push(Entry { key, is_dir: false }),
+            FileType::Directory => {
+                key.push(b'/');
+                entries.push(Entry { key, is_dir: true });
+            }
+            other => skipped.push((key, other)),
+        }
+    }
+    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    skipped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (name, ft) in skipped {
+        let mut p = path.to_vec();
+        if !p.ends_with(b"/") {
+            p.push(b'/');
+        }
+        p.extend_from_slice(&name);
+        plan.skipped.push(Skipped {
+            path: os_path(&p),
+            kind: match ft {
+                rustix::fs::FileType::Symlink => "symlink",
+                rustix::fs::FileType::Fifo => "fifo",
+                rustix::fs::FileType::Socket => "socket",
+                rustix::fs::FileType::BlockDevice => "block_device",
+                rustix::fs::FileType::CharacterDevice => "char_device",
+                _ => "other",
+            },
+        });
+    }
+    Ok(entries)
+}
+
+/// How many directory descriptors the walk may keep open: the soft limit on
+/// open files is raised to the hard one first (the usual soft 1024 is a
+/// leftover of `select`), and half of it is left for everything else.
+fn dir_fd_budget() -> usize {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
+        if cur < max {
+            lim.current = Some(max);
+            let _ = setrlimit(Resource::Nofile, lim);
+        }
+    }
+    let cur = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    DIR_FDS_KEPT.min((cur / 2) as usize)
 }
 
 fn kind_name(ft: fs::FileType) -> &'static str {

@@ -11,10 +11,13 @@
 //! not start last and finish alone while the other workers idle.
 
 use std::ops::ControlFlow;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use crate::error::ErrorKind;
-use crate::hasher::FileDigest;
+use crate::hasher::{self, FileDigest};
 
 mod asynch;
 pub mod procs;
@@ -33,7 +36,22 @@ pub struct Job {
     /// Byte offset in `path` where the path relative to its root starts (for
     /// the tree digest, which must not depend on the root's name).
     pub rel: usize,
+    /// The walked parent directory, kept open so the file is opened relative
+    /// to it (`None`: opened by its full path).
+    pub dir: Option<DirFd>,
 }
+
+/// An open directory, shared by the jobs walked in it.
+#[derive(Debug, Clone)]
+pub struct DirFd(pub Arc<OwnedFd>);
+
+impl PartialEq for DirFd {
+    fn eq(&self, other: &DirFd) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for DirFd {}
 
 impl Job {
     /// A job for `path` (relative part: the whole path).
@@ -43,6 +61,22 @@ impl Job {
             size,
             follow,
             rel: 0,
+            dir: None,
+        }
+    }
+
+    /// How to hash this job: see [`hasher::Request`].
+    pub fn request<'a>(
+        &'a self,
+        cancel: &'a AtomicBool,
+        on_block: Option<&'a dyn Fn()>,
+    ) -> hasher::Request<'a> {
+        hasher::Request {
+            path: &self.path,
+            dir: self.dir.as_ref().map(|d| d.0.as_fd()),
+            follow: self.follow,
+            cancel,
+            on_block,
         }
     }
 

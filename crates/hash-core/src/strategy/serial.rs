@@ -3,12 +3,12 @@
 use std::ops::ControlFlow;
 
 use super::{Job, Sink};
-use crate::hasher::{hash_file, new_buffer};
+use crate::hasher::{hash, new_buffer, NEVER};
 
 pub(super) fn run(jobs: &[Job], sink: &mut Sink<'_>) {
     let mut buf = new_buffer();
     for (i, job) in jobs.iter().enumerate() {
-        if let ControlFlow::Break(()) = sink(i, hash_file(&job.path, job.follow, &mut buf)) {
+        if let ControlFlow::Break(()) = sink(i, hash(&job.request(&NEVER, None), &mut buf)) {
             return;
         }
     }
