@@ -36,6 +36,11 @@ const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 /// 256 KiB read is far below anything measurable.
 static BYTES_READ: AtomicU64 = AtomicU64::new(0);
 
+/// A read that takes this long waited for a disk (a page-cache hit takes a
+/// few microseconds, even when `RWF_NOWAIT` refused it because a page was
+/// briefly locked).
+const DISK_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
+
 /// A cancellation flag that is never set, for hashing that is never cancelled.
 pub static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -383,8 +388,9 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
 /// than it claimed (or grows) is still read to a `read` of 0, as before.
 ///
 /// With `on_block`, reads first try `RWF_NOWAIT`: data in the page cache is
-/// returned at no extra cost, and the hook hears about the first read that
-/// would wait for the disk before that read is made blocking.
+/// returned at no extra cost. When it is not, the read is made again,
+/// blocking, and if that took at least [`DISK_WAIT`] the hook hears that
+/// this file waited for the disk (once per file).
 pub fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],
@@ -401,9 +407,15 @@ pub fn hash_opened(
                 let mut iov = [io::IoSliceMut::new(buf)];
                 match preadv2(&opened.file, &mut iov, size, ReadWriteFlags::NOWAIT) {
                     Err(Errno::AGAIN) => {
+                        // Not cached, or only briefly locked (page migration
+                        // says EAGAIN too): the blocking read tells which.
                         nowait = None;
-                        hook();
-                        continue;
+                        let start = std::time::Instant::now();
+                        let res = pread(&opened.file, &mut *buf, size);
+                        if start.elapsed() >= DISK_WAIT {
+                            hook();
+                        }
+                        res
                     }
                     // An old kernel or a filesystem without it: read plainly.
                     Err(Errno::OPNOTSUPP | Errno::INVAL | Errno::NOSYS) => {

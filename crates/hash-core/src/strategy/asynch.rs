@@ -5,14 +5,16 @@
 //! read and hashed by ordinary blocking calls, and collects the results for
 //! the single writer.
 //!
-//! The unit handed over is a *chunk* of files in largest-first order (up to
-//! [`CHUNK_FILES`] files and [`CHUNK_BYTES`] bytes; a large file alone), not a
+//! The unit handed over is a *task* that takes files from a shared cursor
+//! until it has hashed [`TASK_FILES`] files or [`TASK_BYTES`] bytes, not a
 //! file: two thread hand-offs per 4 KiB file cost more than hashing it, and
-//! made this strategy the slowest on trees of small files. `workers` chunks
-//! run at once; like the threads strategy, a chunk whose next read would wait
-//! for the disk (`RWF_NOWAIT` said so) has the loop admit one more, up to
-//! [`MAX_READERS`] chunks, so cold small files get many reads in flight while
-//! warm ones keep to `workers` threads.
+//! made this strategy the slowest on trees of small files (sizes are not
+//! known before a file is opened, so the task, not the planner, decides when
+//! it has done enough). `workers` tasks run at once; like the threads
+//! strategy, a task whose next read would wait for the disk (`RWF_NOWAIT`
+//! said so) has the loop admit one more, up to [`MAX_READERS`] tasks, so
+//! cold small files get many reads in flight while warm ones keep to
+//! `workers` threads.
 //!
 //! Why not `tokio::fs`? On Linux tokio has no asynchronous file I/O: every
 //! `tokio::fs::File::read` is itself a `spawn_blocking` round trip, with the data
@@ -22,7 +24,7 @@
 //! Real asynchronous file I/O is io_uring: see [`super::uring`].
 
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
@@ -31,34 +33,14 @@ use super::threads::{MAX_READERS, SMALL_FILE};
 use super::{largest_first, Job, Outcome, Sink};
 use crate::hasher::{hash, new_buffer, Buffer};
 
-/// Most files in one chunk...
-pub(super) const CHUNK_FILES: usize = 32;
-/// ...and most bytes (a file at least this large is a chunk of its own).
-pub(super) const CHUNK_BYTES: u64 = 1024 * 1024;
+/// A task returns after this many files...
+const TASK_FILES: usize = 1024;
+/// ...or once it has hashed this many bytes, whichever comes first.
+const TASK_BYTES: u64 = 4 * 1024 * 1024;
 
 enum Msg {
     Done(Vec<(usize, Outcome)>),
     Blocked,
-}
-
-/// Job indices in largest-first order, cut into chunks.
-pub(super) fn chunks(jobs: &[Job]) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut bytes = 0u64;
-    for i in largest_first(jobs) {
-        let size = jobs[i].size;
-        match out.last_mut() {
-            Some(c) if c.len() < CHUNK_FILES && bytes + size < CHUNK_BYTES => {
-                c.push(i);
-                bytes += size;
-            }
-            _ => {
-                out.push(vec![i]);
-                bytes = size;
-            }
-        }
-    }
-    out
 }
 
 pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -75,30 +57,39 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let bufs: Arc<Mutex<Vec<Buffer>>> = Arc::new(Mutex::new(
         (0..workers).map(|_| Buffer::Huge(new_buffer())).collect(),
     ));
+    let order: Arc<[usize]> = largest_first(&jobs).into();
+    let cursor = Arc::new(AtomicUsize::new(0));
     let stopped = runtime.block_on(async {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let spawn = |chunk: Vec<usize>| {
+        let more = || cursor.load(Ordering::Relaxed) < order.len();
+        let spawn = || {
             let (tx, jobs, stop, bufs) = (tx.clone(), jobs.clone(), stop.clone(), bufs.clone());
+            let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
                 let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
                 let blocked = || {
                     let _ = tx.send(Msg::Blocked);
                 };
-                let mut done = Vec::with_capacity(chunk.len());
-                for i in chunk {
+                let mut done = Vec::new();
+                let mut bytes = 0u64;
+                while done.len() < TASK_FILES && bytes < TASK_BYTES {
+                    let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
+                        break;
+                    };
                     let job = &jobs[i];
                     let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
-                    done.push((i, hash(&job.request(&stop, on_block), &mut buf)));
+                    let outcome = hash(&job.request(&stop, on_block), &mut buf);
+                    bytes += outcome.as_ref().map_or(0, |d| d.size);
+                    done.push((i, outcome));
                 }
                 bufs.lock().unwrap().push(buf);
                 // A closed channel means the writer stopped: nothing to do.
                 let _ = tx.send(Msg::Done(done));
             });
         };
-        let mut admit = chunks(&jobs).into_iter();
         let mut in_flight = 0usize;
-        for chunk in admit.by_ref().take(workers) {
-            spawn(chunk);
+        while in_flight < workers && in_flight < jobs.len() {
+            spawn();
             in_flight += 1;
         }
         let mut pending = jobs.len();
@@ -106,20 +97,19 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {
                 Msg::Blocked => {
-                    if in_flight < MAX_READERS {
-                        if let Some(next) = admit.next() {
-                            spawn(next);
-                            in_flight += 1;
-                        }
+                    if in_flight < MAX_READERS && more() {
+                        spawn();
+                        in_flight += 1;
                     }
                     continue;
                 }
                 Msg::Done(done) => done,
             };
             pending -= done.len();
-            match admit.next() {
-                Some(next) => spawn(next),
-                None => in_flight -= 1,
+            if more() {
+                spawn();
+            } else {
+                in_flight -= 1;
             }
             for (i, outcome) in done {
                 if let ControlFlow::Break(()) = sink(i, outcome) {

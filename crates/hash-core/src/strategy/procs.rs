@@ -229,10 +229,11 @@ pub fn worker_main() -> ExitCode {
 // ------------------------------------------------------------------ parent
 
 enum Event {
+    /// Answers read from one worker in one go (a batch of small files costs
+    /// one wake-up of the parent, not one per file).
     Done {
         worker: usize,
-        id: u32,
-        outcome: Outcome,
+        answers: Vec<(u32, Outcome)>,
     },
     Gone {
         worker: usize,
@@ -247,6 +248,9 @@ struct Worker {
     in_flight: VecDeque<u32>,
     /// Planned bytes of `in_flight`.
     in_flight_bytes: u64,
+    /// Whether its last answer was a small file: the walk does not `stat`
+    /// files, so batches grow on evidence that files here are small.
+    small: bool,
 }
 
 struct Pool<'a, 's> {
@@ -320,18 +324,17 @@ impl Pool<'_, '_> {
             // worker's reader always ends with `Gone`, so this cannot block forever.
             let Ok(event) = rx.recv() else { break };
             match event {
-                Event::Done {
-                    worker,
-                    id,
-                    outcome,
-                } => {
-                    if let Some(w) = self.workers[worker].as_mut() {
-                        if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
-                            w.in_flight.remove(pos);
-                            w.in_flight_bytes -= self.jobs[id as usize].size;
+                Event::Done { worker, answers } => {
+                    for (id, outcome) in answers {
+                        if let Some(w) = self.workers[worker].as_mut() {
+                            if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
+                                w.in_flight.remove(pos);
+                                w.in_flight_bytes -= self.jobs[id as usize].size;
+                            }
+                            w.small = outcome.as_ref().is_ok_and(|d| d.size < ANSWER_AT_ONCE);
                         }
+                        self.report(id, outcome)?;
                     }
-                    self.report(id, outcome)?;
                     self.feed(worker);
                 }
                 Event::Gone { worker } => self.bury(worker)?,
@@ -387,15 +390,26 @@ impl Pool<'_, '_> {
         let index = self.workers.len();
         let events = self.events.clone();
         thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            while let Ok(Some((id, outcome))) = read_response(&mut r) {
-                let done = Event::Done {
-                    worker: index,
-                    id,
-                    outcome,
-                };
-                if events.send(done).is_err() {
-                    return;
+            let mut r = BufReader::with_capacity(64 * 1024, stdout);
+            let mut answers = Vec::new();
+            loop {
+                let answer = read_response(&mut r);
+                let end = !matches!(answer, Ok(Some(_)));
+                if let Ok(Some(a)) = answer {
+                    answers.push(a);
+                }
+                // Everything already read goes to the parent together.
+                if (end || r.buffer().is_empty()) && !answers.is_empty() {
+                    let done = Event::Done {
+                        worker: index,
+                        answers: std::mem::take(&mut answers),
+                    };
+                    if events.send(done).is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    break;
                 }
             }
             let _ = events.send(Event::Gone { worker: index });
@@ -405,6 +419,7 @@ impl Pool<'_, '_> {
             stdin: Some(BufWriter::new(stdin)),
             in_flight: VecDeque::new(),
             in_flight_bytes: 0,
+            small: false,
         }));
     }
 
@@ -431,7 +446,7 @@ impl Pool<'_, '_> {
             let room = if suspect(&id) || w.in_flight.iter().any(suspect) {
                 held == 0
             } else {
-                held < DEPTH || (held < batch && w.in_flight_bytes + size <= BATCH_BYTES)
+                held < DEPTH || (w.small && held < batch && w.in_flight_bytes + size <= BATCH_BYTES)
             };
             if !room {
                 break;

@@ -8,8 +8,9 @@
 //!
 //! `workers` threads hash (each with its own huge-page read buffer). The pool
 //! grows beyond them only while files wait for the disk: a read is first tried
-//! with `RWF_NOWAIT`, and when a small file's data is not cached the thread
-//! starts another reader before it blocks, up to [`MAX_READERS`]. Cold small
+//! with `RWF_NOWAIT`, and when a small file's data turns out not to be cached
+//! (the blocking read that follows waited for the disk) the thread starts
+//! another reader, up to [`MAX_READERS`]. Cold small
 //! files are bound by latency, and only many reads in flight reach the disk's
 //! rate; warm files never block, so on a warm tree the pool stays at
 //! `workers` and does not fight over the cores.
@@ -34,7 +35,7 @@ pub const SMALL_FILE: u64 = 1024 * 1024;
 
 /// Results a thread collects before waking the writer; a file at least
 /// [`SMALL_FILE`] large is sent at once (progress should move).
-const BATCH: usize = 32;
+const BATCH: usize = 256;
 
 type Batch = Vec<(usize, Outcome)>;
 
