@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 
 use super::threads::{MAX_READERS, SMALL_FILE};
 use super::{largest_first, Job, Outcome, Sink};
-use crate::hasher::{hash, new_buffer, Buffer};
+use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 
 /// A task returns after this many files...
 const TASK_FILES: usize = 1024;
@@ -66,6 +66,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let (tx, jobs, stop, bufs) = (tx.clone(), jobs.clone(), stop.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
+                let _hashing = Hashing::start(1);
                 let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
                 let blocked = || {
                     let _ = tx.send(Msg::Blocked);

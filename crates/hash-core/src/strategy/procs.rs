@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{hash_file, new_buffer, FileDigest};
+use crate::hasher::{hash_file, new_buffer, FileDigest, Hashing};
 
 /// `argv[1]` that turns a `hash-procs` process into a worker.
 pub const WORKER_ARG: &str = "__hashrace_worker";
@@ -69,6 +69,9 @@ const ANSWER_AT_ONCE: u64 = 64 * 1024;
 const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and sleep this many milliseconds before each file.
 const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
+
+/// How many workers the parent runs, for each worker to know.
+const WORKERS_ENV: &str = "HASHRACE_WORKERS";
 
 /// Whether this process was started as a worker.
 pub fn is_worker() -> bool {
@@ -196,6 +199,10 @@ pub fn worker_main() -> ExitCode {
     };
     let mut input = BufReader::new(File::from(input));
     let mut output = BufWriter::new(File::from(output));
+    // Sibling workers hash on the other cores: count them, so a large file
+    // gets a reader thread only when a core is free (see `hasher::Hashing`).
+    let siblings = std::env::var(WORKERS_ENV).ok().and_then(|v| v.parse().ok());
+    let _hashing = Hashing::start(siblings.unwrap_or(1));
     let mut buf = new_buffer();
     loop {
         let req = match read_request(&mut input) {
@@ -264,6 +271,8 @@ struct Pool<'a, 's> {
     spawns_left: usize,
     remaining: usize,
     events: mpsc::Sender<Event>,
+    /// Workers the pool keeps running.
+    size: usize,
 }
 
 pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -304,6 +313,7 @@ pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>)
         spawns_left: workers * 4 + 4,
         remaining: jobs.len(),
         events,
+        size: workers,
     };
     for _ in 0..workers {
         pool.spawn();
@@ -360,6 +370,7 @@ impl Pool<'_, '_> {
         let parent = std::process::id();
         let mut cmd = Command::new(&self.exe);
         cmd.arg(WORKER_ARG)
+            .env(WORKERS_ENV, self.size.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -21,7 +21,7 @@ use std::sync::mpsc;
 use std::thread::{self, Scope};
 
 use super::{largest_first, Job, Outcome, Sink};
-use crate::hasher::{hash, new_buffer, Buffer};
+use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 
 /// Most threads reading at once, hashing workers included: the cold-read
 /// rate of small files on the reference VMs grows up to 32–128 reads in
@@ -83,6 +83,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
 }
 
 fn work<'s, 'e>(shared: &'s Shared<'e>, scope: &'s Scope<'s, 'e>, mut buf: Buffer) {
+    let _hashing = Hashing::start(1);
     let grow = || {
         // Claim a reader slot first, so racing threads cannot overshoot.
         let n = shared.readers.fetch_add(1, Ordering::Relaxed);
