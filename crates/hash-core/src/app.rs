@@ -118,9 +118,13 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    strategy.run(tool, &plan.files, config.jobs, &mut |i, outcome| {
-        writer.accept(i, outcome)
-    });
+    let io = strategy.run_with(
+        tool,
+        &plan.files,
+        config.jobs,
+        config.io,
+        &mut |i, outcome| writer.accept(i, outcome),
+    );
     let workers = strategy.workers(config.jobs, plan.files.len());
     let info = RunInfo {
         strategy: strategy.name(),
@@ -141,9 +145,13 @@ fn hash(
         return Exit::Success; // `| head`: the reader has what it wanted
     }
     if config.stats {
+        let name = match io {
+            Some(io) => format!("{} ({io})", strategy.name()),
+            None => strategy.name().to_string(),
+        };
         eprintln!(
             "{tool}: {}",
-            summary.render(start.elapsed(), strategy.name(), workers)
+            summary.render(start.elapsed(), &name, workers)
         );
     }
     if summary.errors > 0 {

@@ -12,7 +12,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
 use crate::check::CheckOptions;
 use crate::output::OutputOptions;
-use crate::strategy::Strategy;
+use crate::strategy::{IoMode, Strategy};
 
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
@@ -102,6 +102,30 @@ pub struct JobsArgs {
     pub jobs: Option<u32>,
 }
 
+/// `hash-async`'s choice of I/O.
+#[derive(Debug, Args)]
+pub struct IoArgs {
+    /// File I/O: io_uring (many opens and reads in flight from few threads),
+    /// tokio's blocking pool, or auto (io_uring where the kernel allows it).
+    #[arg(long, value_enum, default_value_t = IoMode::Auto, value_name = "MODE")]
+    pub io: IoMode,
+}
+
+/// The command line of `hash-async`.
+#[derive(Debug, Parser)]
+#[command(version)]
+pub struct AsyncCli {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub jobs: JobsArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub io: IoArgs,
+}
+
 /// The command line of `hash-serial`.
 #[derive(Debug, Parser)]
 #[command(version)]
@@ -147,6 +171,8 @@ pub struct Config {
     pub progress: Option<bool>,
     /// Workers to use (1 for `hash-serial`).
     pub jobs: usize,
+    /// `hash-async`'s I/O mode.
+    pub io: IoMode,
     /// Hash or check.
     pub mode: Mode,
 }
@@ -179,7 +205,9 @@ fn examples(tool: &str, strategy: Strategy) -> String {
 
 /// The clap command for `tool` (exposed so tests can `debug_assert` it).
 pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
-    let cmd = if strategy.is_parallel() {
+    let cmd = if strategy == Strategy::Async {
+        AsyncCli::command()
+    } else if strategy.is_parallel() {
         ParallelCli::command()
     } else {
         SerialCli::command()
@@ -195,7 +223,14 @@ pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     let matches = command(tool, strategy).get_matches();
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
-        if strategy.is_parallel() {
+        if strategy == Strategy::Async {
+            let cli = AsyncCli::from_arg_matches(m)?;
+            let jobs = cli.jobs.jobs.map_or_else(default_jobs, |j| j as usize);
+            Ok(Config {
+                io: cli.io.io,
+                ..resolve(cli.common, jobs)
+            })
+        } else if strategy.is_parallel() {
             let cli = ParallelCli::from_arg_matches(m)?;
             let jobs = cli
                 .jobs
@@ -240,6 +275,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         stats: common.stats,
         progress,
         jobs,
+        io: IoMode::default(),
         mode,
     }
 }

@@ -262,6 +262,17 @@ pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
     }
 }
 
+/// Check an opened file as [`open_regular`] does: a regular file (with the
+/// sequential hint when large), and its size.
+pub fn checked_file(file: File) -> Result<(File, u64), ErrorKind> {
+    checked(file).map(|o| (o.file, o.size))
+}
+
+/// Count bytes read outside this module (for progress).
+pub fn count_read(n: usize) {
+    BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+}
+
 fn checked(file: File) -> Result<Opened, ErrorKind> {
     let meta = file.metadata()?;
     refuse_non_regular(&meta)?;

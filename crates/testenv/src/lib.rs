@@ -227,13 +227,19 @@ macro_rules! conformance_tests {
 
         fn jobs_variants() -> Vec<Vec<&'static str>> {
             if $parallel {
-                vec![
+                let mut v = vec![
                     vec!["-j", "1"],
                     vec!["-j", "2"],
                     vec!["-j", "3"],
                     vec!["-j", "16"],
                     vec![],
-                ]
+                ];
+                if NAME == "hash-async" {
+                    // Both I/O modes (`auto` above is io_uring where available).
+                    v.push(vec!["--io", "pool"]);
+                    v.push(vec!["--io", "uring", "-j", "3"]);
+                }
+                v
             } else {
                 vec![vec![]]
             }

@@ -23,6 +23,7 @@ mod asynch;
 pub mod procs;
 mod serial;
 mod threads;
+pub mod uring;
 
 /// One regular file to hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +94,19 @@ pub type Outcome = Result<FileDigest, ErrorKind>;
 /// Returning `Break` (the reader of our output went away) stops the run early.
 pub type Sink<'a> = dyn FnMut(usize, Outcome) -> ControlFlow<()> + 'a;
 
+/// How `hash-async` does its file I/O (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
+pub enum IoMode {
+    /// io_uring where the kernel allows it, else the blocking pool.
+    #[default]
+    Auto,
+    /// Blocking reads on tokio's blocking pool (`asyncio.to_thread` style).
+    Pool,
+    /// Asynchronous opens and reads with io_uring (falls back to the pool,
+    /// saying so in `--stats`, where io_uring is unavailable).
+    Uring,
+}
+
 /// A concurrency strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Strategy {
@@ -144,13 +158,43 @@ impl Strategy {
     /// `tool` names the program in the rare notices a strategy prints itself
     /// (a worker process that died); `workers` is ignored by `Serial`.
     pub fn run(self, tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+        self.run_with(tool, jobs, workers, IoMode::default(), sink);
+    }
+
+    /// [`Strategy::run`] with `hash-async`'s I/O mode (ignored by the
+    /// others). Returns how the I/O was done, for `--stats`: `None` for the
+    /// strategies that have one way only.
+    pub fn run_with(
+        self,
+        tool: &str,
+        jobs: &[Job],
+        workers: usize,
+        io: IoMode,
+        sink: &mut Sink<'_>,
+    ) -> Option<String> {
         let workers = self.workers(workers, jobs.len());
         match self {
             Strategy::Serial => serial::run(jobs, sink),
             Strategy::Threads => threads::run(jobs, workers, sink),
             Strategy::Procs => procs::run(tool, jobs, workers, sink),
-            Strategy::Async => asynch::run(jobs, workers, sink),
+            Strategy::Async => {
+                if io == IoMode::Pool {
+                    asynch::run(jobs, workers, sink);
+                    return Some("pool".into());
+                }
+                return Some(match uring::available() {
+                    Ok(()) => {
+                        uring::run(jobs, workers, sink);
+                        "io_uring".into()
+                    }
+                    Err(why) => {
+                        asynch::run(jobs, workers, sink);
+                        format!("pool (io_uring unavailable: {why})")
+                    }
+                });
+            }
         }
+        None
     }
 }
 
@@ -171,8 +215,12 @@ mod tests {
 
     /// Run an in-process strategy and collect outcomes by job index.
     fn collect(s: Strategy, jobs: &[Job], workers: usize) -> Vec<Outcome> {
+        collect_io(s, IoMode::default(), jobs, workers)
+    }
+
+    fn collect_io(s: Strategy, io: IoMode, jobs: &[Job], workers: usize) -> Vec<Outcome> {
         let mut got: Vec<Option<Outcome>> = (0..jobs.len()).map(|_| None).collect();
-        s.run("test", jobs, workers, &mut |i, o| {
+        s.run_with("test", jobs, workers, io, &mut |i, o| {
             assert!(got[i].is_none(), "job {i} reported twice");
             got[i] = Some(o);
             ControlFlow::Continue(())
@@ -184,6 +232,17 @@ mod tests {
 
     // `Procs` re-executes the binary, so it is tested through `hash-procs`.
     const IN_PROCESS: [Strategy; 3] = [Strategy::Serial, Strategy::Threads, Strategy::Async];
+
+    /// Every in-process way of running: `hash-async` in both I/O modes.
+    fn ways() -> Vec<(Strategy, IoMode)> {
+        let mut ways: Vec<_> = IN_PROCESS.iter().map(|&s| (s, IoMode::Pool)).collect();
+        if uring::available().is_ok() {
+            ways.push((Strategy::Async, IoMode::Uring));
+        } else {
+            eprintln!("io_uring unavailable here: testing the pool only");
+        }
+        ways
+    }
 
     #[test]
     fn files_that_vanish_or_turn_into_fifos_after_planning_are_errors() {
@@ -198,9 +257,9 @@ mod tests {
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-        for s in IN_PROCESS {
+        for (s, io) in ways() {
             for workers in [1, 2, 4] {
-                let got = collect(s, &plan.files, workers);
+                let got = collect_io(s, io, &plan.files, workers);
                 assert_eq!(got[0].as_ref().unwrap().size, 1, "{s:?}");
                 assert!(matches!(got[1], Err(ErrorKind::NotRegular)), "{s:?}: fifo");
                 assert_eq!(
@@ -218,11 +277,20 @@ mod tests {
         for i in 0..300usize {
             std::fs::write(dir.path().join(format!("f{i}")), vec![i as u8; i * 100]).unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
+        // Around io_uring's 64 KiB blocks, and one large enough for the
+        // read-ahead pipeline.
+        for (k, size) in [65535, 65536, 65537, 300_000, 5 << 20]
+            .into_iter()
+            .enumerate()
+        {
+            let data: Vec<u8> = (0..size).map(|b| (b * 7 + k) as u8).collect();
+            std::fs::write(dir.path().join(format!("g{k}")), data).unwrap();
+        }
+        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, false);
         let serial = collect(Strategy::Serial, &plan.files, 1);
-        for s in IN_PROCESS {
+        for (s, io) in ways() {
             for workers in [1, 2, 7] {
-                let got = collect(s, &plan.files, workers);
+                let got = collect_io(s, io, &plan.files, workers);
                 for (a, b) in got.iter().zip(&serial) {
                     assert_eq!(a.as_ref().unwrap(), b.as_ref().unwrap(), "{s:?} x{workers}");
                 }
@@ -237,9 +305,9 @@ mod tests {
             std::fs::write(dir.path().join(format!("f{i}")), b"x").unwrap();
         }
         let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
-        for s in IN_PROCESS {
+        for (s, io) in ways() {
             let mut calls = 0;
-            s.run("test", &plan.files, 2, &mut |_, _| {
+            s.run_with("test", &plan.files, 2, io, &mut |_, _| {
                 calls += 1;
                 ControlFlow::Break(())
             });

@@ -1,0 +1,331 @@
+//! `hash-async --io uring`: many opens and reads in flight from few threads,
+//! with Linux's io_uring.
+//!
+//! tokio (like Python's asyncio) has no asynchronous file I/O: its files are
+//! blocking calls on a thread pool. io_uring is the real thing: a thread
+//! queues `openat` and `read` requests in a ring shared with the kernel and
+//! collects their completions, so one thread can keep dozens of files waiting
+//! for the disk at once. Here each of `workers` threads owns a ring with
+//! [`MAX_READERS`]` / workers` slots; a slot walks one file through
+//! open → `fstat` → reads → close and hashes each block as it completes, so
+//! hashing stays on the cores while the disk works on the other slots' reads.
+//!
+//! The same safety rules as everywhere ([`crate::hasher`]): walked entries are
+//! opened `O_NOFOLLOW | O_NONBLOCK` relative to their directory and checked
+//! with `fstat` before a byte is read; a path that may be followed (a root, a
+//! manifest entry, `-L`) is hashed by the ordinary blocking path, which looks
+//! before it opens. The `fstat` and `close` are plain system calls: both are
+//! cheap and never wait for the disk here.
+//!
+//! If io_uring cannot be used (an old kernel, `kernel.io_uring_disabled`, a
+//! seccomp filter), [`available`] says why and the caller falls back to the
+//! blocking pool.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::ops::ControlFlow;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+
+use io_uring::{opcode, types, IoUring};
+use sha2::{Digest, Sha256};
+
+use super::threads::MAX_READERS;
+use super::{largest_first, Job, Outcome, Sink};
+use crate::error::ErrorKind;
+use crate::hasher::{self, hash, new_buffer, FileDigest, Hashing, NEVER};
+
+/// Bytes read per request.
+const BLOCK: usize = 64 * 1024;
+
+/// Results a ring thread collects before waking the writer.
+const BATCH: usize = 256;
+
+/// Whether io_uring can run the opcodes this module needs; `Err` says why not.
+pub fn available() -> Result<(), String> {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("HASHRACE_TEST_NO_URING").is_some() {
+        // Test hook (debug builds only): behave as a kernel without io_uring.
+        return Err("disabled for a test (HASHRACE_TEST_NO_URING)".into());
+    }
+    let ring = IoUring::new(4).map_err(|e| format!("io_uring_setup: {e}"))?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| format!("io_uring probe: {e}"))?;
+    for (code, name) in [
+        (opcode::OpenAt::CODE, "openat"),
+        (opcode::Read::CODE, "read"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(format!("io_uring cannot {name} on this kernel"));
+        }
+    }
+    Ok(())
+}
+
+type Batch = Vec<(usize, Outcome)>;
+
+struct Shared<'a> {
+    jobs: &'a [Job],
+    order: Vec<usize>,
+    cursor: AtomicUsize,
+    stop: AtomicBool,
+    tx: mpsc::Sender<Batch>,
+}
+
+pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+    let (tx, rx) = mpsc::channel();
+    let shared = Shared {
+        jobs,
+        order: largest_first(jobs),
+        cursor: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        tx,
+    };
+    let slots = (MAX_READERS / workers).max(4);
+    thread::scope(|scope| {
+        for _ in 0..workers {
+            let shared = &shared;
+            scope.spawn(move || ring_thread(shared, slots));
+        }
+        let mut left = jobs.len();
+        'recv: while left > 0 {
+            let Ok(batch) = rx.recv() else { break };
+            left -= batch.len();
+            for (i, outcome) in batch {
+                if let ControlFlow::Break(()) = sink(i, outcome) {
+                    shared.stop.store(true, Ordering::Relaxed);
+                    break 'recv;
+                }
+            }
+        }
+    });
+}
+
+/// One file on its way through a slot.
+struct Slot {
+    job: usize,
+    /// The name the `openat` request points at (kept alive until it completes).
+    name: CString,
+    fd: Option<OwnedFd>,
+    size: u64,
+    offset: u64,
+    hasher: Sha256,
+    buf: Box<[u8]>,
+}
+
+/// What a request's `user_data` says: the slot, and whether it was the open.
+fn tag(slot: usize, open: bool) -> u64 {
+    (slot as u64) << 1 | u64::from(open)
+}
+
+fn ring_thread(shared: &Shared<'_>, nslots: usize) {
+    let _hashing = Hashing::start(1);
+    let mut batch = Batch::with_capacity(BATCH);
+    let mut ring = match IoUring::new((2 * nslots) as u32) {
+        Ok(ring) => ring,
+        Err(_) => {
+            // `available` said yes a moment ago (say, memory for the ring
+            // ran out): hash this thread's share the blocking way.
+            let mut buf = new_buffer();
+            while let Some(i) = next(shared) {
+                let outcome = hash(&shared.jobs[i].request(&shared.stop, None), &mut buf);
+                batch.push((i, outcome));
+            }
+            let _ = shared.tx.send(batch);
+            return;
+        }
+    };
+    let mut slots: Vec<Slot> = (0..nslots)
+        .map(|_| Slot {
+            job: 0,
+            name: CString::default(),
+            fd: None,
+            size: 0,
+            offset: 0,
+            hasher: Sha256::new(),
+            buf: vec![0; BLOCK].into_boxed_slice(),
+        })
+        .collect();
+    let mut free: Vec<usize> = (0..nslots).rev().collect();
+    let mut in_flight = 0usize;
+    let mut draining = false;
+    let mut done = Vec::new();
+    let mut plain_buf = None;
+    loop {
+        // Give every free slot a file.
+        loop {
+            if draining {
+                break;
+            }
+            let Some(&s) = free.last() else { break };
+            let Some(i) = next(shared) else { break };
+            let job = &shared.jobs[i];
+            let dir = job.dir.as_ref().map(|d| d.0.as_raw_fd());
+            let name = match (dir, job.path.file_name()) {
+                (Some(_), Some(name)) if !job.follow => name.as_bytes(),
+                _ => job.path.as_os_str().as_bytes(),
+            };
+            let Ok(name) = CString::new(name) else {
+                unreachable!("paths from the walk have no NUL")
+            };
+            if job.follow || job.path.file_name().is_none() {
+                // Roots, manifest entries, `-L`: the blocking path looks before
+                // it opens, which a queued `openat` cannot.
+                let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
+                batch.push((i, hash(&job.request(&NEVER, None), buf)));
+                continue;
+            }
+            free.pop();
+            let slot = &mut slots[s];
+            slot.job = i;
+            slot.name = name;
+            let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+            let open =
+                opcode::OpenAt::new(types::Fd(dir.unwrap_or(libc::AT_FDCWD)), slot.name.as_ptr())
+                    .flags(flags)
+                    .build()
+                    .user_data(tag(s, true));
+            // SAFETY: the path the request points at lives in the slot until
+            // the request completes; the queue has room for every slot.
+            unsafe {
+                ring.submission()
+                    .push(&open)
+                    .expect("a free entry per slot")
+            };
+            in_flight += 1;
+        }
+        let flush = batch.len() >= BATCH || (in_flight == 0 && !batch.is_empty());
+        if flush && shared.tx.send(std::mem::take(&mut batch)).is_err() {
+            draining = true;
+        }
+        if in_flight == 0 {
+            return;
+        }
+        if let Err(e) = ring.submit_and_wait(1) {
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            // The ring itself failed: no completion will come. Report what
+            // the slots held, never reading into their buffers again (they
+            // are leaked, as the kernel may still own them).
+            for s in (0..nslots).filter(|s| !free.contains(s)) {
+                batch.push((slots[s].job, Err(io::Error::other(e.to_string()).into())));
+            }
+            let _ = shared.tx.send(batch);
+            std::mem::forget(slots);
+            return;
+        }
+        done.clear();
+        done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        for &(data, res) in &done {
+            let (s, open) = ((data >> 1) as usize, data & 1 == 1);
+            let slot = &mut slots[s];
+            let finished = if open {
+                opened(slot, res)
+            } else {
+                read(slot, res, &shared.stop)
+            };
+            match finished {
+                Some(outcome) => {
+                    slot.fd = None; // close
+                    batch.push((slot.job, outcome));
+                    free.push(s);
+                    in_flight -= 1;
+                }
+                None => {
+                    let fd = slot.fd.as_ref().expect("open").as_raw_fd();
+                    let len = BLOCK as u32;
+                    let read = opcode::Read::new(types::Fd(fd), slot.buf.as_mut_ptr(), len)
+                        .offset(slot.offset)
+                        .build()
+                        .user_data(tag(s, false));
+                    // SAFETY: the buffer belongs to the slot, which holds
+                    // nothing else until this read completes.
+                    unsafe {
+                        ring.submission()
+                            .push(&read)
+                            .expect("a free entry per slot")
+                    };
+                }
+            }
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            draining = true;
+        }
+    }
+}
+
+fn next(shared: &Shared<'_>) -> Option<usize> {
+    if shared.stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    shared
+        .order
+        .get(shared.cursor.fetch_add(1, Ordering::Relaxed))
+        .copied()
+}
+
+fn errno(res: i32) -> ErrorKind {
+    io::Error::from_raw_os_error(-res).into()
+}
+
+/// The `openat` completed: check what was opened, and ask for the first block.
+/// `Some` when the file is done with (an error).
+fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
+    if res == -libc::ELOOP {
+        // The walk saw a regular file; now it is a link.
+        return Some(Err(ErrorKind::NotRegular));
+    }
+    if res < 0 {
+        return Some(Err(errno(res)));
+    }
+    // SAFETY: a successful openat returns a new descriptor that nobody else owns.
+    let file = unsafe { File::from_raw_fd(res) };
+    match hasher::checked_file(file) {
+        Ok((file, size)) => {
+            slot.fd = Some(file.into());
+            slot.size = size;
+            slot.offset = 0;
+            slot.hasher = Sha256::new();
+            None
+        }
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// A read completed: hash it; `Some` when the file is done.
+fn read(slot: &mut Slot, res: i32, stop: &AtomicBool) -> Option<Outcome> {
+    if res == -libc::EINTR || res == -libc::EAGAIN {
+        return None; // ask again
+    }
+    if res < 0 {
+        return Some(Err(errno(res)));
+    }
+    let n = res as usize;
+    if n > 0 {
+        if stop.load(Ordering::Relaxed) {
+            return Some(Err(
+                io::Error::new(io::ErrorKind::Interrupted, "cancelled").into()
+            ));
+        }
+        slot.hasher.update(&slot.buf[..n]);
+        slot.offset += n as u64;
+        hasher::count_read(n);
+    }
+    // The end: a read of 0, or a short one that reaches the size fstat gave
+    // (see `hasher::hash_opened`).
+    if n == 0 || (n < BLOCK && slot.offset == slot.size) {
+        let digest = std::mem::take(&mut slot.hasher).finalize().into();
+        return Some(Ok(FileDigest {
+            digest,
+            size: slot.offset,
+        }));
+    }
+    None
+}
