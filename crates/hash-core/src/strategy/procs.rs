@@ -38,9 +38,10 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use super::DirFd;
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{hash_file, new_buffer, FileDigest, Hashing};
+use crate::hasher::{hash, hash_file, new_buffer, FileDigest, Hashing, NEVER};
 
 /// `argv[1]` that turns a `hash-procs` process into a worker.
 pub const WORKER_ARG: &str = "__hashrace_worker";
@@ -204,6 +205,8 @@ pub fn worker_main() -> ExitCode {
     let siblings = std::env::var(WORKERS_ENV).ok().and_then(|v| v.parse().ok());
     let _hashing = Hashing::start(siblings.unwrap_or(1));
     let mut buf = new_buffer();
+    let mut dirs = LastDir::default();
+    let mut unsent = 0usize;
     loop {
         let req = match read_request(&mut input) {
             Ok(Some(req)) => req,
@@ -218,18 +221,56 @@ pub fn worker_main() -> ExitCode {
         if let Some(delay) = delay {
             thread::sleep(delay);
         }
-        let outcome = hash_file(&req.path, req.follow, &mut buf);
+        let outcome = dirs.hash(&req, &mut buf);
         if write_response(&mut output, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
-        // Answers to small files are sent together when no request is
-        // waiting (one write per batch, not per 4 KiB file); a large file is
-        // answered at once so the parent can send more work without delay.
-        let batch_done = input.buffer().is_empty();
+        // Answers to small files are sent together (one write per batch,
+        // not per 4 KiB file): when no request is waiting, or after a
+        // quarter of a batch, so the parent refills the queue before it runs
+        // dry; a large file is answered at once so the parent can send more
+        // work without delay.
+        unsent += 1;
+        let batch_done = input.buffer().is_empty() || unsent >= MAX_BATCH / 4;
         let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
-        if (batch_done || large) && output.flush().is_err() {
-            return ExitCode::FAILURE;
+        if batch_done || large {
+            if output.flush().is_err() {
+                return ExitCode::FAILURE;
+            }
+            unsent = 0;
         }
+    }
+}
+
+/// The directory of the last file a worker opened, kept open: files come in
+/// path order, so most share their directory with the one before, and
+/// opening them relative to it skips the lookup of every ancestor (the
+/// threads strategy gets the same from the walk's descriptors).
+#[derive(Default)]
+struct LastDir {
+    path: PathBuf,
+    fd: Option<DirFd>,
+}
+
+impl LastDir {
+    fn hash(&mut self, req: &Request, buf: &mut [u8]) -> Outcome {
+        let parent = match req.path.parent() {
+            Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
+            _ => return hash_file(&req.path, req.follow, buf),
+        };
+        if self.fd.is_none() || self.path != parent {
+            use rustix::fs::{open, Mode, OFlags};
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            self.fd = open(parent, flags, Mode::empty())
+                .ok()
+                .map(|fd| DirFd(std::sync::Arc::new(fd)));
+            self.path = parent.to_path_buf();
+        }
+        let job = Job {
+            dir: self.fd.clone(),
+            ..Job::new(req.path.clone(), 0, false)
+        };
+        hash(&job.request(&NEVER, None), buf)
     }
 }
 
