@@ -118,21 +118,6 @@ impl ReadBuf {
     }
 }
 
-impl ReadBuf {
-    /// The whole 2 MiB allocation, for the read-ahead pipeline of large
-    /// files (fewer hand-offs between reader and hasher).
-    fn whole(&mut self) -> &mut [u8] {
-        // SAFETY: the allocation holds BUF_ALLOC initialised (zeroed) bytes,
-        // owned by self; `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), BUF_ALLOC) }
-    }
-
-    fn whole_ref(&self) -> &[u8] {
-        // SAFETY: as in `whole`, shared.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), BUF_ALLOC) }
-    }
-}
-
 impl Default for ReadBuf {
     fn default() -> Self {
         ReadBuf::new()
@@ -406,28 +391,24 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
     Ok(hash_opened(&opened, buf, req.cancel, req.on_block)?)
 }
 
-/// Files at least this large are read by a helper thread while the caller
-/// hashes (when a core is free for it, see [`hash_opened`]).
-pub const PIPELINE_MIN: u64 = 4 * 1024 * 1024;
-
-/// Buffers in the read-ahead pipeline: one being hashed, one being filled,
-/// one ready, so neither side waits for the other's hand-off.
-const PIPELINE_BUFS: usize = 3;
+/// Files at least this large are hashed through memory-mapped windows
+/// ([`crate::mapped`]): no copy out of the page cache.
+pub const MAP_MIN: u64 = 1024 * 1024;
 
 /// Threads of this process hashing, or waiting for files to hash (see
-/// [`Hashing`]), and read-ahead pipelines running.
+/// [`Hashing`]), and read-ahead threads running.
 static HASHERS: AtomicUsize = AtomicUsize::new(0);
-static PIPELINES: AtomicUsize = AtomicUsize::new(0);
+static AHEAD: AtomicUsize = AtomicUsize::new(0);
 
 /// Marks a thread as one of the run's hashers while it lives. A large file
-/// gets a reader thread beside its hasher only while hashers and readers
-/// together leave a core free: with every core hashing already, a reader
-/// would just take turns with them and add hand-offs.
+/// gets a thread that maps its windows ahead of the hasher only while
+/// hashers and those threads together leave a core free: with every core
+/// hashing already, it would just take turns with them.
 #[derive(Debug)]
 pub struct Hashing(usize);
 
 impl Hashing {
-    /// Count `n` hashers (a worker process counts its siblings too).
+    /// Count `n` hashers.
     pub fn start(n: usize) -> Hashing {
         HASHERS.fetch_add(n, Ordering::Relaxed);
         Hashing(n)
@@ -440,111 +421,114 @@ impl Drop for Hashing {
     }
 }
 
-thread_local! {
-    /// The pipeline's buffers, kept per hashing thread across files.
-    static PIPE_BUFS: std::cell::RefCell<Vec<ReadBuf>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
-/// Hash a large file with a reader thread beside the hasher.
-///
-/// One SHA-256 stream runs on one core at ~1.3 GB/s, and copying the data out
-/// of the page cache with `read()` takes a fifth of that time again when the
-/// same thread does both. Here a helper thread reads 2 MiB blocks ahead into
-/// a ring of [`PIPELINE_BUFS`] huge-page buffers while this thread hashes, so
-/// the copy (and, cold, the wait for the disk) overlaps the hashing.
-fn hash_pipelined(opened: &Opened, cancel: &AtomicBool) -> io::Result<FileDigest> {
-    use std::sync::mpsc;
-    let mut bufs = PIPE_BUFS.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    bufs.resize_with(PIPELINE_BUFS, ReadBuf::new);
-    let (empty_tx, empty_rx) = mpsc::channel::<ReadBuf>();
-    let (full_tx, full_rx) =
-        mpsc::sync_channel::<io::Result<(ReadBuf, usize, bool)>>(PIPELINE_BUFS);
-    for b in bufs {
-        empty_tx.send(b).expect("receiver alive");
+/// Windows mapped ahead by the read-ahead thread: the first is small, as
+/// the hasher waits for it.
+const AHEAD_WINDOW: usize = 8 * 1024 * 1024;
+
+/// Hash one mapped window into `hasher`, moving `offset` past it.
+fn take(
+    hasher: &mut Sha256,
+    offset: &mut u64,
+    window: crate::mapped::Window,
+    cancel: &AtomicBool,
+) -> io::Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
     }
-    let file = &opened.file;
-    let result = std::thread::scope(|scope| {
-        let reader = scope.spawn(move || {
-            let mut offset = 0u64;
-            while let Ok(mut buf) = empty_rx.recv() {
-                let mut n = 0;
-                let mut eof = false;
-                // Fill the block, so each hand-off carries 2 MiB; but the
-                // hasher waits for the first one, so that one is short.
-                let want = if offset == 0 {
-                    READ_BUF_SIZE
-                } else {
-                    BUF_ALLOC
-                };
-                while n < want {
-                    match rustix::io::pread(file, &mut buf.whole()[n..], offset + n as u64) {
-                        Ok(0) => {
-                            eof = true;
-                            break;
-                        }
-                        Ok(k) => n += k,
-                        Err(rustix::io::Errno::INTR) => continue,
-                        Err(e) => {
-                            let _ = full_tx.send(Err(e.into()));
-                            return empty_rx;
-                        }
-                    }
-                }
-                offset += n as u64;
-                if full_tx.send(Ok((buf, n, eof))).is_err() || eof {
-                    break;
-                }
-            }
-            empty_rx
-        });
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
-        let mut kept = Vec::with_capacity(PIPELINE_BUFS);
-        let res = loop {
-            match full_rx.recv() {
-                Ok(Ok((buf, n, last))) => {
-                    if cancel.load(Ordering::Relaxed) {
-                        kept.push(buf);
-                        break Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-                    }
-                    hasher.update(&buf.whole_ref()[..n]);
-                    size += n as u64;
-                    BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
-                    if last {
-                        kept.push(buf);
-                        break Ok(());
-                    }
-                    let _ = empty_tx.send(buf);
-                }
-                Ok(Err(e)) => break Err(e),
-                Err(_) => break Err(io::Error::other("reader thread ended early")),
-            }
-        };
-        // Take every buffer back for the next file: those returned to the
-        // reader, and those it filled that were not hashed (after an error).
-        drop(empty_tx);
-        let empty_rx = reader.join().expect("the reader thread does not panic");
-        kept.extend(empty_rx.try_iter());
-        kept.extend(full_rx.try_iter().filter_map(|r| r.ok().map(|(b, _, _)| b)));
-        (res.map(|()| (hasher, size)), kept)
-    });
-    let (result, kept) = result;
-    PIPE_BUFS.with(|b| *b.borrow_mut() = kept);
-    let (hasher, size) = result?;
-    Ok(FileDigest {
-        digest: hasher.finalize().into(),
-        size,
-    })
+    hasher.update(window.bytes());
+    if !window.intact() {
+        return Err(crate::mapped::shrank());
+    }
+    let len = window.bytes().len() as u64;
+    *offset += len;
+    BYTES_READ.fetch_add(len, Ordering::Relaxed);
+    Ok(())
 }
 
-/// Hash an opened file with positioned reads.
+/// Hash a large file window by window (see [`crate::mapped`]), then read on
+/// from its size in case it grew. `None` if it cannot be mapped here.
 ///
-/// The loop stops at the first short read that brings the total to the size
+/// Filling a window's page-table entries (`MAP_POPULATE`) costs ~10 % of
+/// hashing it. When a core is free, a thread beside the hasher maps the
+/// windows ahead (at most two at a time), so the hasher only hashes: one
+/// large file then runs at the one-core SHA-256 rate.
+fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDigest>> {
+    use crate::mapped::{will_need, Window, WINDOW};
+    let size = opened.size;
+    let first = Window::map(&opened.file, 0, (size as usize).min(READ_BUF_SIZE))?;
+    let ahead = AHEAD.fetch_add(1, Ordering::Relaxed);
+    let free = HASHERS.load(Ordering::Relaxed).max(1) + ahead < cores();
+    let mut hasher = Sha256::new();
+    let mut offset = 0u64;
+    let unmappable = || io::Error::other("cannot map the file");
+    let res = take(&mut hasher, &mut offset, first, cancel).and_then(|()| {
+        if !(free && size > 2 * AHEAD_WINDOW as u64) {
+            while offset < size {
+                let len = WINDOW.min((size - offset) as usize);
+                let window = Window::map(&opened.file, offset, len).ok_or_else(unmappable)?;
+                will_need(&opened.file, offset + len as u64, WINDOW);
+                take(&mut hasher, &mut offset, window, cancel)?;
+            }
+            return Ok(());
+        }
+        std::thread::scope(|scope| {
+            // Capacity 1: one window hashed, one ready, one being mapped.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
+            let file = &opened.file;
+            let mut at = offset;
+            scope.spawn(move || {
+                while at < size {
+                    let len = AHEAD_WINDOW.min((size - at) as usize);
+                    will_need(file, at + len as u64, WINDOW);
+                    let window = Window::map(file, at, len);
+                    let failed = window.is_none();
+                    if tx.send(window).is_err() || failed {
+                        return;
+                    }
+                    at += len as u64;
+                }
+            });
+            while offset < size {
+                let window = rx.recv().ok().flatten().ok_or_else(unmappable)?;
+                take(&mut hasher, &mut offset, window, cancel)?;
+            }
+            Ok(())
+        })
+    });
+    AHEAD.fetch_sub(1, Ordering::Relaxed);
+    if let Err(e) = res {
+        return Some(Err(e));
+    }
+    // Anything past the size fstat gave (a file that grew) is read, as
+    // `sha256sum` would, to a read of 0.
+    let mut tail = [0u8; 4096];
+    loop {
+        match rustix::io::pread(&opened.file, &mut tail[..], offset) {
+            Ok(0) => break,
+            Ok(n) => {
+                hasher.update(&tail[..n]);
+                offset += n as u64;
+                BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Some(Err(e.into())),
+        }
+    }
+    Some(Ok(FileDigest {
+        digest: hasher.finalize().into(),
+        size: offset,
+    }))
+}
+
+/// Hash an opened file: through mapped windows when it is large (see
+/// [`crate::mapped`]), else with positioned reads into `buf`.
+///
+/// The read loop stops at the first short read that brings the total to the size
 /// `fstat` reported: a regular file returns fewer bytes than asked only at its
 /// end, so the final `read` returning 0 is skipped. A file that is shorter
 /// than it claimed (or grows) is still read to a `read` of 0, as before.
@@ -559,16 +543,22 @@ pub fn hash_opened(
     cancel: &AtomicBool,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
-    use rustix::io::{pread, preadv2, Errno, ReadWriteFlags};
-    if opened.size >= PIPELINE_MIN {
-        let readers = PIPELINES.fetch_add(1, Ordering::Relaxed);
-        let free = HASHERS.load(Ordering::Relaxed).max(1) + readers < cores();
-        let res = free.then(|| hash_pipelined(opened, cancel));
-        PIPELINES.fetch_sub(1, Ordering::Relaxed);
-        if let Some(res) = res {
+    if opened.size >= MAP_MIN {
+        if let Some(res) = hash_mapped(opened, cancel) {
             return res;
         }
     }
+    hash_read(opened, buf, cancel, on_block)
+}
+
+/// [`hash_opened`] by `read()` into `buf`.
+fn hash_read(
+    opened: &Opened,
+    buf: &mut [u8],
+    cancel: &AtomicBool,
+    on_block: Option<&dyn Fn()>,
+) -> io::Result<FileDigest> {
+    use rustix::io::{pread, preadv2, Errno, ReadWriteFlags};
     let mut hasher = Sha256::new();
     let mut size = 0u64;
     let mut nowait = on_block;
@@ -650,8 +640,10 @@ mod tests {
             READ_BUF_SIZE,
             READ_BUF_SIZE + 1,
             mib2 + READ_BUF_SIZE,
-            PIPELINE_MIN as usize - 1,
-            PIPELINE_MIN as usize,
+            MAP_MIN as usize - 1,
+            MAP_MIN as usize,
+            crate::mapped::WINDOW - 1,
+            crate::mapped::WINDOW + 4097,
             READ_BUF_SIZE + 2 * mib2,
             READ_BUF_SIZE + 2 * mib2 + 1,
             3 * mib2 - 1,
@@ -679,12 +671,18 @@ mod tests {
             let nowait = hash_opened(&opened, &mut buf, &never, Some(&hook)).unwrap();
             let mut small = Buffer::small();
             let small = hash_opened(&opened, &mut small, &never, Some(&hook)).unwrap();
-            let piped = hash_pipelined(&opened, &never).unwrap();
+            let read = hash_read(&opened, &mut buf, &never, None).unwrap();
+            let mapped = match hash_mapped(&opened, &never) {
+                Some(r) => r.unwrap(),
+                None if size == 0 => plain, // nothing to map
+                None => panic!("{size} bytes could not be mapped"),
+            };
             for (how, got) in [
                 ("plain", plain),
                 ("nowait", nowait),
                 ("small", small),
-                ("pipelined", piped),
+                ("read", read),
+                ("mapped", mapped),
             ] {
                 assert_eq!(got.digest, want, "{how}, {size} bytes");
                 assert_eq!(got.size, size as u64, "{how}, {size} bytes");
@@ -693,15 +691,28 @@ mod tests {
     }
 
     #[test]
-    fn a_cancelled_pipeline_stops_and_keeps_its_buffers() {
+    fn a_file_that_shrinks_under_its_mapping_is_an_error_not_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big");
-        std::fs::write(&path, noise(3 * BUF_ALLOC, 9)).unwrap();
+        std::fs::write(&path, noise(2 * 1024 * 1024, 3)).unwrap();
         let opened = open_path(&path, false).unwrap();
-        let cancel = AtomicBool::new(true);
-        let err = hash_pipelined(&opened, &cancel).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::Interrupted);
-        assert_eq!(PIPE_BUFS.with(|b| b.borrow().len()), PIPELINE_BUFS);
+        let window = crate::mapped::Window::map(&opened.file, 0, 2 * 1024 * 1024).unwrap();
+        assert!(window.intact());
+        // Another writer truncates the file while it is mapped: touching the
+        // lost pages raises SIGBUS, which must not kill us.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        // SAFETY: none needed; reading the mapping is what is tested.
+        let sum: u64 = window.bytes().iter().map(|&b| u64::from(b)).sum();
+        assert!(!window.intact(), "the lost pages were noticed ({sum})");
+        drop(window);
+        // Hashing it now sees the new size; a fresh mapping is intact.
+        let d = hash_file(&path, false, &mut new_buffer()).unwrap();
+        assert_eq!(d.size, 4096);
     }
 
     fn digest_hex(data: &[u8]) -> String {

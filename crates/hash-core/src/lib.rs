@@ -21,6 +21,7 @@ pub mod cli;
 pub mod error;
 pub mod escape;
 pub mod hasher;
+pub mod mapped;
 pub mod output;
 pub mod progress;
 pub mod report;

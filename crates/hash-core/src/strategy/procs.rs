@@ -71,9 +71,6 @@ const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and sleep this many milliseconds before each file.
 const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
 
-/// How many workers the parent runs, for each worker to know.
-const WORKERS_ENV: &str = "HASHRACE_WORKERS";
-
 /// Whether this process was started as a worker.
 pub fn is_worker() -> bool {
     std::env::args_os().nth(1).as_deref() == Some(OsStr::new(WORKER_ARG))
@@ -200,10 +197,7 @@ pub fn worker_main() -> ExitCode {
     };
     let mut input = BufReader::new(File::from(input));
     let mut output = BufWriter::new(File::from(output));
-    // Sibling workers hash on the other cores: count them, so a large file
-    // gets a reader thread only when a core is free (see `hasher::Hashing`).
-    let siblings = std::env::var(WORKERS_ENV).ok().and_then(|v| v.parse().ok());
-    let _hashing = Hashing::start(siblings.unwrap_or(1));
+    let _hashing = Hashing::start(1);
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
@@ -312,8 +306,6 @@ struct Pool<'a, 's> {
     spawns_left: usize,
     remaining: usize,
     events: mpsc::Sender<Event>,
-    /// Workers the pool keeps running.
-    size: usize,
 }
 
 pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -354,7 +346,6 @@ pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>)
         spawns_left: workers * 4 + 4,
         remaining: jobs.len(),
         events,
-        size: workers,
     };
     for _ in 0..workers {
         pool.spawn();
@@ -411,7 +402,6 @@ impl Pool<'_, '_> {
         let parent = std::process::id();
         let mut cmd = Command::new(&self.exe);
         cmd.arg(WORKER_ARG)
-            .env(WORKERS_ENV, self.size.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
