@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -199,12 +200,24 @@ pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
             let top_y = nrows + (*lane as f64 + 0.5) * lane_h;
             let style = ShapeStyle::from(&color(*ci)).stroke_width(2);
             chart
-                .draw_series(std::iter::once(PathElement::new(
+                .draw_series(std::iter::once(DashedPathElement::new(
                     vec![(cell.value, 0.0), (cell.value, top_y)],
+                    6,
+                    4,
                     style,
                 )))
                 .map_err(err)?;
-            let mut text = format!("{}: {} {}", row.label, fmt_num(cell.value), t.unit.name());
+            let algo = if row.algorithm.is_empty() || row.algorithm == "sha256" {
+                String::new()
+            } else {
+                format!(" ({})", row.algorithm)
+            };
+            let mut text = format!(
+                "{}{algo}: {} {}",
+                row.label,
+                fmt_num(cell.value),
+                t.unit.name()
+            );
             if !cell.valid {
                 text.push_str(" (flagged)");
             }
@@ -264,11 +277,16 @@ pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<St
     if sweeps.is_empty() {
         return Ok(None);
     }
-    let flat: Vec<(String, f64)> = t
+    // Horizontal lines: hash-serial (solid) and the references (dashed).
+    let flat: Vec<(String, f64, bool)> = t
         .rows
         .iter()
         .filter(|r| r.reference || (r.program == BASELINE && r.jobs.is_none()))
-        .filter_map(|r| r.cells[column].as_ref().map(|c| (r.label.clone(), c.value)))
+        .filter_map(|r| {
+            r.cells[column]
+                .as_ref()
+                .map(|c| (r.label.clone(), c.value, r.reference))
+        })
         .collect();
     let all = sweeps
         .values()
@@ -330,14 +348,18 @@ pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<St
             .draw()
             .map_err(err)?;
         let x0 = -0.3f64;
-        for (label, value) in &flat {
+        for (label, value, reference) in &flat {
             let style = ShapeStyle::from(&GREY).stroke_width(1);
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x0, *value), (x1, *value)],
-                    style,
-                )))
-                .map_err(err)?;
+            let line = vec![(x0, *value), (x1, *value)];
+            if *reference {
+                chart
+                    .draw_series(std::iter::once(DashedPathElement::new(line, 6, 4, style)))
+                    .map_err(err)?;
+            } else {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(line, style)))
+                    .map_err(err)?;
+            }
             let (px, py) = chart.backend_coord(&(x0, *value));
             root.draw(&Text::new(
                 format!("{label}: {}", fmt_num(*value)),
@@ -472,7 +494,7 @@ mod tests {
             "hash-threads -j8",
             "2,000  #1",
             "1,600  #2",
-            "b3sum -j2: 4,000 MiB/s",
+            "b3sum -j2 (blake3): 4,000 MiB/s",
             "ref-sha256-1core: 1,250 MiB/s",
             "median throughput, MiB/s (higher is better)",
         ] {
