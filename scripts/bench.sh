@@ -282,4 +282,8 @@ RESULT_FILE=$(sed -n 's/^results: //p' "$RESULT_LOG")
 rm -f "$RESULT_LOG"
 WORK=""
 "$HB" validate "$RESULT_FILE"
+# Charts beside the results (in its raw directory); a drawing failure does not lose a sweep.
+CHART_DIR=${RESULT_FILE%.json}/charts
+"$HB" chart "$RESULT_FILE" --out "$CHART_DIR" >/dev/null && say "charts: $CHART_DIR/" ||
+	say "warning: charts not drawn (hash-bench chart $RESULT_FILE --out $CHART_DIR)"
 say "done in $(fmt_secs $(($(date +%s) - T0)))"

@@ -15,9 +15,13 @@
 //! - [`hyperfine`]: reading hyperfine's JSON exports (1.x and `schema_version` 2).
 //! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
 //!   everything into one results file and the terminal table.
+//! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
+//!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
 
 pub mod cache;
+pub mod chart;
 pub mod collect;
+pub mod compare;
 pub mod gen;
 pub mod hyperfine;
 pub mod machine;

@@ -13,7 +13,7 @@ use hash_bench::cache::{self, EvictMethod, ResidencySample};
 use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PeerSelection, PlanOptions, Sweep};
 use hash_bench::util::{human_bytes, human_secs};
-use hash_bench::{collect, machine, manifest, maxrss, results, spec, verify};
+use hash_bench::{collect, compare, machine, manifest, maxrss, results, spec, verify};
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
 /// peak memory, machine facts, plans and results.
@@ -198,6 +198,30 @@ enum Cmd {
     Table {
         /// Results file.
         file: PathBuf,
+    },
+    /// Compare results files (or directories of them) side by side, per dataset and cache state.
+    Compare {
+        /// Results files or directories of them; one column each.
+        #[arg(required_unless_present = "update_doc")]
+        files: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: compare::Format,
+        /// Regenerate the `<!-- compare:begin FILES -->` sections of this Markdown file.
+        #[arg(long, conflicts_with_all = ["files", "format"])]
+        update_doc: Option<PathBuf>,
+        /// With --update-doc: change nothing, fail if the sections are out of date.
+        #[arg(long, requires = "update_doc")]
+        check: bool,
+    },
+    /// Draw SVG charts of results files: throughput per dataset and cache state, -j scaling.
+    Chart {
+        /// Results files or directories of them.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Directory receiving the .svg files.
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -474,6 +498,16 @@ fn run(cli: Cli) -> Result<()> {
             let r = results::validate_file(&file)?;
             print!("{}", collect::table(&r));
         }
+        Cmd::Compare {
+            files,
+            format,
+            update_doc,
+            check,
+        } => match update_doc {
+            Some(doc) => compare::run_update_doc(&doc, check)?,
+            None => compare::run_compare(&files, format)?,
+        },
+        Cmd::Chart { files, out } => compare::run_chart(&files, &out)?,
     }
     Ok(())
 }
