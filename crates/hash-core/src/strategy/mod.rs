@@ -7,8 +7,10 @@
 //! errors, statistics and check mode are written once, and a strategy is only
 //! the part that differs: who hashes which file, and where.
 //!
-//! All parallel strategies hand out work largest file first, so a big file does
-//! not start last and finish alone while the other workers idle.
+//! All parallel strategies hand out work largest file first when sizes are
+//! known (check mode, `--progress`), so a big file does not start last and
+//! finish alone while the other workers idle. A plain hashing run does not
+//! `stat` files in the walk (see `app::hash`), so there they go in path order.
 
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, OwnedFd};

@@ -6,9 +6,12 @@
 //! answers on stdout with the id and either the digest and size or the error.
 //!
 //! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
-//! hashing, one queued so it never waits for the parent) — or, for small files,
-//! a batch of up to [`MAX_BATCH`] totalling under [`BATCH_BYTES`] — and gets
-//! more, largest first, as it answers. One reader thread per worker turns its
+//! hashing, one queued so it never waits for the parent) — or, once its last
+//! answer showed a small file (the walk does not `stat`, so sizes are learnt
+//! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
+//! order, as it answers. Workers answer small files in groups of a quarter
+//! batch, so the parent refills a worker's queue before it runs dry, at one
+//! pipe round trip per group rather than per file. One reader thread per worker turns its
 //! answers into events on a channel; the calling thread alone owns the queue and
 //! the workers, so there is no shared mutable state.
 //!
@@ -52,7 +55,7 @@ const DEPTH: usize = 2;
 
 /// Small files are handed out in batches, so that 20 k files of 4 KiB do not
 /// cost 20 k round trips: a worker may hold up to this many files...
-const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 256;
 
 /// ...as long as what it holds stays under this many bytes. Large files (which
 /// come first) therefore go two at a time, keeping the tail balanced.
