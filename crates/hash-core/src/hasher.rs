@@ -259,19 +259,24 @@ pub fn count_read(n: usize) {
 }
 
 fn checked(file: File) -> Result<Opened, ErrorKind> {
-    let meta = file.metadata()?;
-    refuse_non_regular(&meta)?;
-    if meta.len() >= SEQUENTIAL_HINT_MIN {
+    use rustix::fs::FileType;
+    // fstat, not std's statx(fd, "", AT_EMPTY_PATH): no empty-path lookup.
+    let st = rustix::fs::fstat(&file).map_err(io::Error::from)?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {}
+        // What `sha256sum` says of a directory.
+        FileType::Directory => return Err(io::Error::from_raw_os_error(libc::EISDIR).into()),
+        _ => return Err(ErrorKind::NotRegular),
+    }
+    let size = st.st_size as u64;
+    if size >= SEQUENTIAL_HINT_MIN {
         // SAFETY: the descriptor is open for the lifetime of `file`; fadvise
         // only reads its arguments and a failure is harmless (it is a hint).
         unsafe {
             libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
         }
     }
-    Ok(Opened {
-        size: meta.len(),
-        file,
-    })
+    Ok(Opened { size, file })
 }
 
 fn refuse_non_regular(meta: &std::fs::Metadata) -> Result<(), ErrorKind> {
