@@ -26,7 +26,7 @@ use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 /// Most threads reading at once, hashing workers included: the cold-read
 /// rate of small files on the reference VMs grows up to 32–128 reads in
 /// flight (docs: shared/BENCHMARKING.md).
-pub const MAX_READERS: usize = 64;
+pub const MAX_READERS: usize = 128;
 
 /// Files up to this size count as small: a reader blocked on a larger one is
 /// streaming it with the kernel's readahead, and more readers would only
