@@ -227,7 +227,20 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             let (s, open) = ((data >> 1) as usize, data & 1 == 1);
             let slot = &mut slots[s];
             let finished = if open {
-                opened(slot, res)
+                opened(slot, res).or_else(|| {
+                    // A large file is hashed here, through mapped windows
+                    // with the kernel's readahead (see `crate::mapped`):
+                    // 64 KiB reads one at a time would crawl on cold data.
+                    (slot.size >= hasher::MAP_MIN).then(|| {
+                        let file = File::from(slot.fd.take().expect("open"));
+                        let opened = hasher::Opened {
+                            file,
+                            size: slot.size,
+                        };
+                        let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
+                        Ok(hasher::hash_opened(&opened, buf, &shared.stop, None)?)
+                    })
+                })
             } else {
                 read(slot, res, &shared.stop)
             };
