@@ -17,8 +17,9 @@ use crate::strategy::Strategy;
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// Files or directories to hash (directories recursively); with --check, manifests ('-' is stdin).
-    #[arg(value_name = "PATH", required_unless_present = "files_from")]
+    /// Files or directories to hash (directories recursively), '-' for standard input
+    /// [default: -]; with --check, manifests.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
     /// Follow symbolic links below the given paths (loops are reported, not followed).
@@ -40,6 +41,14 @@ pub struct CommonArgs {
     /// BSD-style output: SHA256 (NAME) = HEX.
     #[arg(long, conflicts_with_all = ["check", "json"])]
     pub tag: bool,
+
+    /// Mark lines as binary ('HEX *NAME'), as GNU sha256sum -b does; the digest is the same.
+    #[arg(short = 'b', long, overrides_with = "text", conflicts_with = "check")]
+    pub binary: bool,
+
+    /// Plain lines ('HEX  NAME', the default), as GNU sha256sum -t; refused after --tag.
+    #[arg(short = 't', long, overrides_with = "binary", conflicts_with = "check")]
+    pub text: bool,
 
     /// End each output line with NUL, not newline, and do not escape names.
     #[arg(short = 'z', long, conflicts_with_all = ["check", "json"])]
@@ -190,10 +199,27 @@ pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
         .after_help(examples(tool, strategy))
 }
 
+/// GNU refuses `--tag` followed by `-t` (`-t --tag` is fine: `--tag` then
+/// implies `-b`), because a text-mode marker has no place in a tag line.
+fn refuse_tag_then_text(cmd: &mut clap::Command, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let last = |id: &str| m.indices_of(id).and_then(|i| i.max());
+    match (last("tag"), last("text")) {
+        (Some(tag), Some(text)) if m.get_flag("tag") && m.get_flag("text") && text > tag => {
+            Err(cmd.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--tag does not support --text mode",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Parse the process's arguments (exiting with status 2 and clap's message on a
 /// usage error, 0 for `--help`/`--version`).
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
-    let matches = command(tool, strategy).get_matches();
+    let mut cmd = command(tool, strategy);
+    let matches = cmd.get_matches_mut();
+    refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
         if strategy.is_parallel() {
             let cli = ParallelCli::from_arg_matches(m)?;
@@ -223,6 +249,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
     } else {
         Mode::Hash(OutputOptions {
             tag: common.tag,
+            binary: common.binary,
             zero: common.zero,
             json: common.json,
             tree: common.tree,
@@ -233,8 +260,14 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         (_, true) => Some(false),
         _ => None,
     };
+    // No operand means standard input, as in GNU (`cat f | sha256sum`,
+    // `sha256sum -c < SUMS`), unless --files-from supplies the paths.
+    let mut paths = common.paths;
+    if paths.is_empty() && common.files_from.is_none() {
+        paths.push(PathBuf::from("-"));
+    }
     Config {
-        paths: common.paths,
+        paths,
         files_from: common.files_from.map(|f| (f, common.null)),
         follow: common.follow,
         stats: common.stats,
@@ -330,6 +363,7 @@ mod tests {
             config(&["x", "--tag", "-z", "--tree", "d"]).mode,
             Mode::Hash(OutputOptions {
                 tag: true,
+                binary: false,
                 zero: true,
                 json: false,
                 tree: true
@@ -338,11 +372,35 @@ mod tests {
     }
 
     #[test]
-    fn a_path_is_required() {
-        let r = command("hash-async", Strategy::Async).try_get_matches_from(["x"]);
-        assert_eq!(
-            r.unwrap_err().kind(),
-            clap::error::ErrorKind::MissingRequiredArgument
-        );
+    fn no_path_means_standard_input() {
+        assert_eq!(config(&["x"]).paths, [PathBuf::from("-")]);
+        assert_eq!(config(&["x", "-c"]).paths, [PathBuf::from("-")]);
+        assert!(config(&["x", "--files-from", "l"]).paths.is_empty());
+    }
+
+    fn tag_text(args: &[&str]) -> Result<Config, clap::Error> {
+        let mut cmd = command("hash-threads", Strategy::Threads);
+        let m = cmd.try_get_matches_from_mut(args)?;
+        refuse_tag_then_text(&mut cmd, &m)?;
+        Ok(resolve(ParallelCli::from_arg_matches(&m)?.common, 1))
+    }
+
+    #[test]
+    fn binary_and_text_follow_gnu_order_rules() {
+        // Expected behaviour from GNU 9.1: `sha256sum --tag -t x` fails,
+        // `-t --tag`, `--tag -b` and `-b --tag` work; the last of -b/-t wins.
+        assert!(tag_text(&["x", "--tag", "-t", "f"]).is_err());
+        assert!(tag_text(&["x", "--tag", "--text", "-b", "f"]).is_ok());
+        for ok in [&["x", "-t", "--tag", "f"][..], &["x", "--tag", "-b", "f"]] {
+            assert!(tag_text(ok).is_ok(), "{ok:?}");
+        }
+        let binary = |args: &[&str]| match tag_text(args).unwrap().mode {
+            Mode::Hash(o) => o.binary,
+            Mode::Check(_) => panic!("not hash mode"),
+        };
+        assert!(binary(&["x", "-t", "-b", "f"]));
+        assert!(!binary(&["x", "-b", "-t", "f"]));
+        assert!(tag_text(&["x", "-c", "-b", "f"]).is_err());
+        assert!(tag_text(&["x", "-c", "--text", "f"]).is_err());
     }
 }
