@@ -73,6 +73,10 @@ pub struct CommonArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: CheckArgs,
+
+    /// Write shell completions or the man page to stdout and exit (see the README).
+    #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
+    pub generate: Option<crate::generate::Generate>,
 }
 
 /// `sha256sum -c` and its switches, with GNU's meanings.
@@ -219,6 +223,10 @@ fn refuse_tag_then_text(cmd: &mut clap::Command, m: &clap::ArgMatches) -> Result
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     let mut cmd = command(tool, strategy);
     let matches = cmd.get_matches_mut();
+    if let Some(&kind) = matches.get_one::<crate::generate::Generate>("generate") {
+        let written = crate::generate::write(kind, cmd, &mut std::io::stdout().lock());
+        std::process::exit(i32::from(written.is_err()));
+    }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
         if strategy.is_parallel() {

@@ -20,6 +20,7 @@ pub mod checkline;
 pub mod cli;
 pub mod error;
 pub mod escape;
+pub mod generate;
 pub mod hasher;
 pub mod output;
 pub mod progress;

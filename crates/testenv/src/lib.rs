@@ -358,6 +358,26 @@ macro_rules! conformance_tests {
         }
 
         #[test]
+        fn completions_and_man_page_are_generated_from_the_real_options() {
+            for kind in [
+                "completions-bash",
+                "completions-zsh",
+                "completions-fish",
+                "man",
+            ] {
+                let out = hash(BIN, &[OsStr::new("--generate"), OsStr::new(kind)]);
+                assert_eq!(out.status.code(), Some(0), "{kind}");
+                let text = show(&out.stdout);
+                assert!(text.contains(NAME), "{kind}");
+                assert!(
+                    text.contains("ignore") && text.contains("missing"),
+                    "{kind}"
+                );
+                assert_eq!(text.contains("jobs"), $parallel, "{kind}");
+            }
+        }
+
+        #[test]
         fn help_and_version_exit_0() {
             let out = hash(BIN, &[OsStr::new("--help")]);
             assert_eq!(out.status.code(), Some(0));
