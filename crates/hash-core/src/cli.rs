@@ -19,7 +19,9 @@ use crate::strategy::Strategy;
 pub struct CommonArgs {
     /// Files or directories to hash (directories recursively), '-' for standard input
     /// [default: -]; with --check, manifests.
-    #[arg(value_name = "PATH")]
+    // (An empty name is kept, to be reported missing as GNU does; clap's
+    // PathBuf parser would refuse it.)
+    #[arg(value_name = "PATH", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub paths: Vec<PathBuf>,
 
     /// Follow symbolic links below the given paths (loops are reported, not followed).
