@@ -2,9 +2,10 @@
 //!
 //! The parent re-executes its own binary as workers, marked by the
 //! environment variable [`WORKER_ENV`] (see [`is_worker`]; no argument can
-//! turn a run into a worker). Each worker reads requests on stdin — a job id, a follow flag
-//! and the raw bytes of a path, length-prefixed so any name survives — and
-//! answers on stdout with the id and either the digest and size or the error.
+//! turn a run into a worker). Each worker reads requests on stdin — a job id,
+//! a follow flag and the raw bytes of a path, length-prefixed so any name
+//! survives — and answers on stdout with the id and either the digest and
+//! size or the error.
 //!
 //! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
 //! hashing, one queued so it never waits for the parent) — or, for small files,
