@@ -17,6 +17,7 @@ use crate::output::{report_error, OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
 use crate::strategy::{procs, Strategy};
 use crate::walk;
+use crate::Job;
 
 /// Exit statuses shared by all binaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,34 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     }
 }
 
+/// Hash `files` with `strategy` into `writer`; standard input (`-`) is read
+/// here, first, and the strategy gets the rest (see [`crate::stdin`]).
+fn run_plan<W: io::Write>(
+    tool: &str,
+    strategy: Strategy,
+    config: &Config,
+    files: &[Job],
+    writer: &mut Writer<'_, W>,
+) -> Option<String> {
+    let (jobs, io) = (config.jobs, config.io);
+    if !files.iter().any(walk::is_stdin) {
+        return strategy.run_with(tool, files, jobs, io, &mut |i, outcome| {
+            writer.accept(i, outcome)
+        });
+    }
+    let (stdin, rest): (Vec<usize>, Vec<usize>) =
+        (0..files.len()).partition(|&i| walk::is_stdin(&files[i]));
+    for i in stdin {
+        if writer.accept(i, crate::stdin::hash_stdin()).is_break() {
+            return None;
+        }
+    }
+    let others: Vec<Job> = rest.iter().map(|&i| files[i].clone()).collect();
+    strategy.run_with(tool, &others, jobs, io, &mut |i, outcome| {
+        writer.accept(rest[i], outcome)
+    })
+}
+
 /// Paths listed in `list` ('-' = stdin), one per line or NUL-separated;
 /// empty entries are ignored.
 fn read_list(list: &Path, nul: bool) -> io::Result<Vec<PathBuf>> {
@@ -118,13 +147,7 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    let io = strategy.run_with(
-        tool,
-        &plan.files,
-        config.jobs,
-        config.io,
-        &mut |i, outcome| writer.accept(i, outcome),
-    );
+    let io = run_plan(tool, strategy, config, &plan.files, &mut writer);
     let workers = strategy.workers(config.jobs, plan.files.len());
     let info = RunInfo {
         strategy: strategy.name(),

@@ -12,7 +12,11 @@
 //!   with its line number. The last of the three given wins, as in GNU.
 //! - `--strict` makes malformed lines fail the run (otherwise they only warn).
 //! - `--ignore-missing` skips listed files that do not exist, but a manifest in
-//!   which nothing at all was verified still fails.
+//!   which no listed file matched still fails ("no file was verified").
+//! - Names in messages on stderr are shell-quoted ([`crate::quote`]); names in
+//!   verdicts on stdout keep GNU's `\` escaping. A manifest that cannot be
+//!   opened is reported with the system's reason, one that fails later with
+//!   GNU's "read error".
 //!
 //! Exit status 0 only when every listed file matched (and, with `--strict`,
 //! every line was well formed). A closed or failing stdout ends the check with
@@ -29,6 +33,7 @@ use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::output::{report_error, InOrder};
 use crate::progress::Progress;
+use crate::quote::{quote_name, quote_path};
 use crate::strategy::{Job, Outcome, Strategy};
 
 /// GNU's check-mode switches.
@@ -82,15 +87,22 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
     let mut failed = false;
     let stdout = io::stdout();
     for &manifest in manifests {
+        // GNU names stdin "standard input" and shell-quotes every name.
         let name = if manifest == Path::new("-") {
-            "standard input".to_owned()
+            quote_name(b"standard input")
         } else {
-            crate::escape::display_path(manifest)
+            quote_path(manifest)
         };
+        let name = String::from_utf8_lossy(&name).into_owned();
         let data = match read_manifest(manifest) {
             Ok(d) => d,
-            Err(e) => {
+            Err(ManifestError::Open(e)) => {
                 report_error(run.tool, &Error::new(manifest, e), None);
+                failed = true;
+                continue;
+            }
+            Err(ManifestError::Read) => {
+                eprintln!("{}: {name}: read error", run.tool);
                 failed = true;
                 continue;
             }
@@ -115,13 +127,23 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
     }
 }
 
-fn read_manifest(path: &Path) -> io::Result<Vec<u8>> {
+/// Why a manifest could not be had: GNU reports a failed open with the
+/// system's reason, but any failure after that only as "read error".
+#[derive(Debug)]
+enum ManifestError {
+    Open(io::Error),
+    Read,
+}
+
+fn read_manifest(path: &Path) -> Result<Vec<u8>, ManifestError> {
     let mut data = Vec::new();
-    if path == Path::new("-") {
-        io::stdin().lock().read_to_end(&mut data)?;
+    let read = if path == Path::new("-") {
+        io::stdin().lock().read_to_end(&mut data)
     } else {
-        data = fs::read(path)?;
-    }
+        let mut file = fs::File::open(path).map_err(ManifestError::Open)?;
+        file.read_to_end(&mut data)
+    };
+    read.map_err(|_| ManifestError::Read)?;
     Ok(data)
 }
 
@@ -308,9 +330,13 @@ fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
             }
         }
     }
-    let verified = t.ok + t.mismatched + t.unreadable;
-    if opts.ignore_missing && verified == 0 {
+    // GNU: "no file was verified" when no listed file *matched* (mismatches,
+    // unreadable files and directories do not count), not under --status.
+    let none_matched = opts.ignore_missing && t.ok == 0;
+    if none_matched && !opts.status {
         eprintln!("{tool}: {name}: no file was verified");
+    }
+    if none_matched {
         return true;
     }
     t.mismatched > 0 || t.unreadable > 0 || (opts.strict && t.malformed > 0)
@@ -358,6 +384,21 @@ mod tests {
             summarise("t", "m", &im, &only_missing),
             "nothing verified fails"
         );
+        // GNU 9.1: a manifest of only mismatches or unreadable entries has
+        // not *matched* anything either; one match is enough.
+        assert!(summarise("t", "m", &im, &tally(0, 1, 0, 0)));
+        assert!(summarise("t", "m", &im, &tally(0, 0, 1, 0)));
+        assert!(!summarise(
+            "t",
+            "m",
+            &im,
+            &Tally {
+                ok: 1,
+                ..only_missing
+            }
+        ));
+        let quiet_status = CheckOptions { status: true, ..im };
+        assert!(summarise("t", "m", &quiet_status, &only_missing));
     }
 
     #[test]

@@ -17,8 +17,11 @@ use crate::strategy::{IoMode, Strategy};
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
-    /// Files or directories to hash (directories recursively); with --check, manifests ('-' is stdin).
-    #[arg(value_name = "PATH", required_unless_present = "files_from")]
+    /// Files or directories to hash (directories recursively), '-' for standard input
+    /// [default: -]; with --check, manifests.
+    // (An empty name is kept, to be reported missing as GNU does; clap's
+    // PathBuf parser would refuse it.)
+    #[arg(value_name = "PATH", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub paths: Vec<PathBuf>,
 
     /// Follow symbolic links below the given paths (loops are reported, not followed).
@@ -40,6 +43,14 @@ pub struct CommonArgs {
     /// BSD-style output: SHA256 (NAME) = HEX.
     #[arg(long, conflicts_with_all = ["check", "json"])]
     pub tag: bool,
+
+    /// Mark lines as binary ('HEX *NAME'), as GNU sha256sum -b does; the digest is the same.
+    #[arg(short = 'b', long, overrides_with = "text", conflicts_with = "check")]
+    pub binary: bool,
+
+    /// Plain lines ('HEX  NAME', the default), as GNU sha256sum -t; refused after --tag.
+    #[arg(short = 't', long, overrides_with = "binary", conflicts_with = "check")]
+    pub text: bool,
 
     /// End each output line with NUL, not newline, and do not escape names.
     #[arg(short = 'z', long, conflicts_with_all = ["check", "json"])]
@@ -64,6 +75,10 @@ pub struct CommonArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: CheckArgs,
+
+    /// Write shell completions or the man page to stdout and exit (see the README).
+    #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
+    pub generate: Option<crate::generate::Generate>,
 }
 
 /// `sha256sum -c` and its switches, with GNU's meanings.
@@ -218,10 +233,31 @@ pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
         .after_help(examples(tool, strategy))
 }
 
+/// GNU refuses `--tag` followed by `-t` (`-t --tag` is fine: `--tag` then
+/// implies `-b`), because a text-mode marker has no place in a tag line.
+fn refuse_tag_then_text(cmd: &mut clap::Command, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let last = |id: &str| m.indices_of(id).and_then(|i| i.max());
+    match (last("tag"), last("text")) {
+        (Some(tag), Some(text)) if m.get_flag("tag") && m.get_flag("text") && text > tag => {
+            Err(cmd.error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--tag does not support --text mode",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Parse the process's arguments (exiting with status 2 and clap's message on a
 /// usage error, 0 for `--help`/`--version`).
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
-    let matches = command(tool, strategy).get_matches();
+    let mut cmd = command(tool, strategy);
+    let matches = cmd.get_matches_mut();
+    if let Some(&kind) = matches.get_one::<crate::generate::Generate>("generate") {
+        let written = crate::generate::write(kind, cmd, &mut std::io::stdout().lock());
+        std::process::exit(i32::from(written.is_err()));
+    }
+    refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
         if strategy == Strategy::Async {
             let cli = AsyncCli::from_arg_matches(m)?;
@@ -258,6 +294,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
     } else {
         Mode::Hash(OutputOptions {
             tag: common.tag,
+            binary: common.binary,
             zero: common.zero,
             json: common.json,
             tree: common.tree,
@@ -268,8 +305,14 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         (_, true) => Some(false),
         _ => None,
     };
+    // No operand means standard input, as in GNU (`cat f | sha256sum`,
+    // `sha256sum -c < SUMS`), unless --files-from supplies the paths.
+    let mut paths = common.paths;
+    if paths.is_empty() && common.files_from.is_none() {
+        paths.push(PathBuf::from("-"));
+    }
     Config {
-        paths: common.paths,
+        paths,
         files_from: common.files_from.map(|f| (f, common.null)),
         follow: common.follow,
         stats: common.stats,
@@ -366,6 +409,7 @@ mod tests {
             config(&["x", "--tag", "-z", "--tree", "d"]).mode,
             Mode::Hash(OutputOptions {
                 tag: true,
+                binary: false,
                 zero: true,
                 json: false,
                 tree: true
@@ -374,11 +418,35 @@ mod tests {
     }
 
     #[test]
-    fn a_path_is_required() {
-        let r = command("hash-async", Strategy::Async).try_get_matches_from(["x"]);
-        assert_eq!(
-            r.unwrap_err().kind(),
-            clap::error::ErrorKind::MissingRequiredArgument
-        );
+    fn no_path_means_standard_input() {
+        assert_eq!(config(&["x"]).paths, [PathBuf::from("-")]);
+        assert_eq!(config(&["x", "-c"]).paths, [PathBuf::from("-")]);
+        assert!(config(&["x", "--files-from", "l"]).paths.is_empty());
+    }
+
+    fn tag_text(args: &[&str]) -> Result<Config, clap::Error> {
+        let mut cmd = command("hash-threads", Strategy::Threads);
+        let m = cmd.try_get_matches_from_mut(args)?;
+        refuse_tag_then_text(&mut cmd, &m)?;
+        Ok(resolve(ParallelCli::from_arg_matches(&m)?.common, 1))
+    }
+
+    #[test]
+    fn binary_and_text_follow_gnu_order_rules() {
+        // Expected behaviour from GNU 9.1: `sha256sum --tag -t x` fails,
+        // `-t --tag`, `--tag -b` and `-b --tag` work; the last of -b/-t wins.
+        assert!(tag_text(&["x", "--tag", "-t", "f"]).is_err());
+        assert!(tag_text(&["x", "--tag", "--text", "-b", "f"]).is_ok());
+        for ok in [&["x", "-t", "--tag", "f"][..], &["x", "--tag", "-b", "f"]] {
+            assert!(tag_text(ok).is_ok(), "{ok:?}");
+        }
+        let binary = |args: &[&str]| match tag_text(args).unwrap().mode {
+            Mode::Hash(o) => o.binary,
+            Mode::Check(_) => panic!("not hash mode"),
+        };
+        assert!(binary(&["x", "-t", "-b", "f"]));
+        assert!(!binary(&["x", "-b", "-t", "f"]));
+        assert!(tag_text(&["x", "-c", "-b", "f"]).is_err());
+        assert!(tag_text(&["x", "-c", "--text", "f"]).is_err());
     }
 }

@@ -101,16 +101,11 @@ impl Error {
     }
 }
 
-/// `PATH: reason`, the path escaped as in output lines so that a newline in a
-/// name cannot forge a second message.
+/// `PATH: reason`, the path shell-quoted as in GNU's messages (so that a
+/// newline in a name cannot forge a second message).
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}",
-            crate::escape::display_path(&self.path),
-            self.kind
-        )
+        write!(f, "{}: {}", crate::quote::quoted(&self.path), self.kind)
     }
 }
 
@@ -137,8 +132,8 @@ mod tests {
     #[test]
     fn display_is_path_colon_reason() {
         let e = Error::new("dir/a b", ErrorKind::NotRegular);
-        assert_eq!(e.to_string(), "dir/a b: not a regular file");
+        assert_eq!(e.to_string(), "'dir/a b': not a regular file");
         let e = Error::new("x\ny", io::Error::from_raw_os_error(libc::EACCES));
-        assert_eq!(e.to_string(), "x\\ny: Permission denied");
+        assert_eq!(e.to_string(), "'x'$'\\n''y': Permission denied");
     }
 }

@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::escape::{escape, escape_name, path_bytes};
+use crate::escape::{escape_name, path_bytes};
 use crate::hasher::hex;
 use crate::progress::Progress;
 use crate::report::{
@@ -65,6 +65,8 @@ impl Summary {
 pub struct OutputOptions {
     /// `--tag`: BSD style, `SHA256 (NAME) = HEX`.
     pub tag: bool,
+    /// `-b`: mark untagged lines as binary, `HEX *NAME`.
+    pub binary: bool,
     /// `-z`: end lines with NUL and do not escape names.
     pub zero: bool,
     /// `--json`: one JSON document at the end instead of lines.
@@ -96,17 +98,18 @@ pub fn write_line(
         out.write_all(hex(digest).as_bytes())?;
     } else {
         out.write_all(hex(digest).as_bytes())?;
-        out.write_all(b"  ")?;
+        out.write_all(if opts.binary { b" *" } else { b"  " })?;
         out.write_all(&name)?;
     }
     out.write_all(if opts.zero { b"\0" } else { b"\n" })
 }
 
-/// Write `tool: PATH: reason\n` with the path's raw (escaped) bytes.
+/// Write `tool: PATH: reason\n`, the path shell-quoted as GNU does it
+/// ([`crate::quote`]), so a name cannot forge a second line either.
 pub fn write_error(err: &mut impl Write, tool: &str, e: &Error) -> io::Result<()> {
     err.write_all(tool.as_bytes())?;
     err.write_all(b": ")?;
-    err.write_all(&escape(path_bytes(&e.path)))?;
+    err.write_all(&crate::quote::quote_path(&e.path))?;
     writeln!(err, ": {}", e.kind)
 }
 
@@ -248,7 +251,8 @@ impl<'a, W: Write> Writer<'a, W> {
         };
         self.summary.files += 1;
         self.summary.bytes += d.size;
-        if let Some(tree) = &mut self.tree {
+        // Standard input has no place in a tree.
+        if let Some(tree) = self.tree.as_mut().filter(|_| !crate::walk::is_stdin(job)) {
             tree.add(job.rel_path(), d.size, d.digest);
         }
         match &mut self.json {
@@ -450,7 +454,7 @@ mod tests {
         let mut err = Vec::new();
         let e = Error::new("a\nb", crate::ErrorKind::NotRegular);
         write_error(&mut err, "hash-x", &e).unwrap();
-        assert_eq!(err, b"hash-x: a\\nb: not a regular file\n");
+        assert_eq!(err, b"hash-x: 'a'$'\\n''b': not a regular file\n");
     }
 
     #[test]

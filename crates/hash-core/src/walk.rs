@@ -14,6 +14,9 @@
 //!   dangling link is skipped like any other non-regular entry.
 //! - FIFOs, sockets and devices are counted as skipped, never opened.
 //! - A directory or file that cannot be read is reported; the walk goes on.
+//! - A root spelled exactly `-` is standard input, as in GNU `sha256sum`: it
+//!   is planned as the job [`STDIN`] at its sorted place, never `stat`ed or
+//!   walked (a file named `-` is reachable as `./-`).
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -74,7 +77,20 @@ pub fn plan(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
     plan
 }
 
+/// The path of the job that stands for standard input. No walked path can
+/// equal it: entries below a root always start with the root and a `/`.
+pub const STDIN: &str = "-";
+
+/// Whether `job` is standard input rather than a file.
+pub fn is_stdin(job: &Job) -> bool {
+    job.path.as_os_str() == STDIN
+}
+
 fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
+    if root.as_os_str() == STDIN {
+        plan.files.push(Job::new(PathBuf::from(STDIN), 0, false));
+        return;
+    }
     let meta = match fs::metadata(root) {
         Ok(m) => m,
         Err(e) => return plan.errors.push(Error::new(root, e)),
@@ -434,6 +450,19 @@ mod tests {
         assert_eq!(p.errors.len(), 1);
         assert!(matches!(p.errors[0].kind, ErrorKind::Loop { .. }));
         assert_eq!(p.errors[0].path, r.join("d/up"));
+    }
+
+    #[test]
+    fn a_dash_root_is_stdin_and_never_touches_the_file_system() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("b"), b"x").unwrap();
+        // A file named "-" in the working directory must not be walked.
+        let p = plan(&[PathBuf::from("-"), dir.path().join("b")], false, true);
+        assert!(p.errors.is_empty());
+        assert_eq!(p.files.len(), 2);
+        assert!(is_stdin(&p.files[0]), "'-' sorts before '/'");
+        assert!(!is_stdin(&p.files[1]));
+        assert!(!is_stdin(&Job::new(PathBuf::from("./-"), 0, false)));
     }
 
     #[test]

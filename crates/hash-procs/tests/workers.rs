@@ -2,7 +2,9 @@
 //! that dies. Workers read two test-only environment variables (see
 //! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_DELAY_MS` slows each file
 //! down so that a run is reliably still going when we kill something, and
-//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name.
+//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name. The
+//! hooks are compiled into debug builds only; under `cargo test --release`
+//! the tests that need them say so and return.
 
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -11,6 +13,14 @@ use std::time::{Duration, Instant};
 use testenv::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hash-procs");
+
+/// Whether the workers' test hooks exist in this build (see the module doc).
+fn hooks_compiled() -> bool {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: the worker test hooks are compiled out of release builds");
+    }
+    cfg!(debug_assertions)
+}
 
 fn tree(files: usize) -> Tree {
     let t = Tree::new();
@@ -86,6 +96,9 @@ fn start_with_workers(root: &std::path::Path, n: usize, delay_ms: u64) -> (Child
 
 #[test]
 fn a_killed_worker_loses_nothing() {
+    if !hooks_compiled() {
+        return;
+    }
     let t = tree(40);
     let expected = reference("-H", &[t.root()]);
     let (child, workers) = start_with_workers(t.root(), 2, 40);
@@ -117,6 +130,9 @@ fn a_killed_worker_loses_nothing() {
 
 #[test]
 fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
+    if !hooks_compiled() {
+        return;
+    }
     let t = tree(10);
     let poison = t.file(b"poison", b"boom");
     let expected = reference("-H", &[t.root()]);
@@ -148,6 +164,9 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
 
 #[test]
 fn killing_the_parent_leaves_no_orphan_workers() {
+    if !hooks_compiled() {
+        return;
+    }
     let t = tree(20);
     // Workers that outlived the parent would sleep far past the test's
     // deadline: only the parent-death signal can end them in time.
@@ -161,6 +180,9 @@ fn killing_the_parent_leaves_no_orphan_workers() {
 
 #[test]
 fn a_vanishing_file_is_reported_and_the_run_goes_on() {
+    if !hooks_compiled() {
+        return;
+    }
     let t = tree(6);
     // The smallest file is hashed last, ~6 × 150 ms after the start.
     let doomed = t.path(b"f000");
@@ -184,6 +206,9 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
 /// so one binary covers all four.
 #[test]
 fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
+    if !hooks_compiled() {
+        return;
+    }
     let t = tree(6);
     let slow = |extra: &[&str]| {
         run(Command::new(BIN)
@@ -203,6 +228,9 @@ fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
 
 #[test]
 fn only_the_file_being_hashed_is_blamed_when_a_batch_dies() {
+    if !hooks_compiled() {
+        return;
+    }
     // Equal small files go to one worker in one batch; the poison sits in the
     // middle, after files the worker has already answered.
     let t = Tree::new();
@@ -228,4 +256,35 @@ fn only_the_file_being_hashed_is_blamed_when_a_batch_dies() {
         "{err}"
     );
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn no_argument_turns_a_run_into_a_worker() {
+    // The old magic first argument is now an ordinary directory name.
+    let t = Tree::new();
+    t.file(b"__hashrace_worker/x", b"x\n");
+    t.file(b"y", b"y\n");
+    let gnu = run(Command::new("sha256sum")
+        .args(["__hashrace_worker/x", "y"])
+        .current_dir(t.root()));
+    let out = run(Command::new(BIN)
+        .args(["__hashrace_worker", "y"])
+        .current_dir(t.root()));
+    assert_eq!(show(&out.stdout), show(&gnu.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+}
+
+#[test]
+fn the_worker_variable_without_a_hash_procs_parent_is_ignored() {
+    let t = tree(3);
+    let expected = reference("-H", &[t.root()]);
+    // Our parent is this test binary, not hash-procs: the first value names
+    // the real parent, the second nobody.
+    for value in [std::process::id().to_string(), "1".to_owned()] {
+        let out = run(Command::new(BIN)
+            .arg(t.root())
+            .env("HASHRACE_PROCS_WORKER", &value));
+        assert_eq!(show(&out.stdout), show(&expected), "{value}");
+        assert_eq!(out.status.code(), Some(0), "{value}");
+    }
 }

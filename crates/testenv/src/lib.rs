@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 pub use hash_core::READ_BUF_SIZE;
 
+pub mod gnu_cases;
+
 /// How long any one run may take before the test calls it a hang.
 pub const HANG: Duration = Duration::from_secs(60);
 
@@ -142,8 +144,13 @@ pub fn sha256sum(files: &[&Path]) -> Vec<u8> {
 
 /// Run `cmd` to completion, failing the test if it takes longer than [`HANG`].
 pub fn run(cmd: &mut Command) -> Output {
+    run_with_stdin(cmd, Stdio::null())
+}
+
+/// [`run`] with `stdin` as the child's standard input.
+pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Output {
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -351,7 +358,8 @@ macro_rules! conformance_tests {
 
         #[test]
         fn usage_errors_exit_2() {
-            let out = hash(BIN, &[]);
+            // (No operand at all is not an error: it means standard input.)
+            let out = hash(BIN, &[OsStr::new("--strict"), OsStr::new(".")]);
             assert_eq!(out.status.code(), Some(2));
             assert!(
                 show(&out.stderr).contains("Usage:"),
@@ -360,6 +368,32 @@ macro_rules! conformance_tests {
             );
             let out = hash(BIN, &[OsStr::new("--no-such-option"), OsStr::new(".")]);
             assert_eq!(out.status.code(), Some(2));
+        }
+
+        /// GNU's and uutils' own test cases, against GNU (see `gnu_cases`).
+        #[test]
+        fn ported_coreutils_and_uutils_cases_match_gnu() {
+            gnu_cases::run_all(BIN, NAME);
+        }
+
+        #[test]
+        fn completions_and_man_page_are_generated_from_the_real_options() {
+            for kind in [
+                "completions-bash",
+                "completions-zsh",
+                "completions-fish",
+                "man",
+            ] {
+                let out = hash(BIN, &[OsStr::new("--generate"), OsStr::new(kind)]);
+                assert_eq!(out.status.code(), Some(0), "{kind}");
+                let text = show(&out.stdout);
+                assert!(text.contains(NAME), "{kind}");
+                assert!(
+                    text.contains("ignore") && text.contains("missing"),
+                    "{kind}"
+                );
+                assert_eq!(text.contains("jobs"), $parallel, "{kind}");
+            }
         }
 
         #[test]
@@ -589,6 +623,36 @@ macro_rules! conformance_tests {
             let out = child.wait_with_output().unwrap();
             assert_eq!(show(&out.stdout), format!("{}: OK\n", f.display()));
             assert_eq!(out.status.code(), Some(0));
+        }
+
+        #[test]
+        fn standard_input_is_hashed_once_and_kept_out_of_the_tree() {
+            let t = Tree::new();
+            t.file(b"d/x", b"x");
+            let d = t.path(b"d");
+            let input = t.file(b"input", b"from stdin");
+            let with_stdin = |args: &[&OsStr]| {
+                run_with_stdin(
+                    std::process::Command::new(BIN).args(args),
+                    std::process::Stdio::from(std::fs::File::open(&input).unwrap()),
+                )
+            };
+            let out = with_stdin(&[OsStr::new("--tree"), OsStr::new("-"), d.as_os_str()]);
+            let alone = hash(BIN, &[OsStr::new("--tree"), d.as_os_str()]);
+            let text = show(&out.stdout);
+            let gnu_stdin = show(&sha256sum(&[&input])).replace(&*input.to_string_lossy(), "-");
+            assert!(text.starts_with(&gnu_stdin), "{text}");
+            let last = |s: &str| s.lines().last().unwrap().to_owned();
+            assert_eq!(
+                last(&text),
+                last(&show(&alone.stdout)),
+                "stdin is not in the tree"
+            );
+            assert_eq!(out.status.code(), Some(0));
+            // A second '-' finds stdin at its end, as with GNU.
+            let twice = with_stdin(&[OsStr::new("-"), OsStr::new("-")]);
+            let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  -\n";
+            assert_eq!(show(&twice.stdout), format!("{gnu_stdin}{empty}"));
         }
 
         #[test]

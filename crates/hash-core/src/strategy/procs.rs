@@ -1,9 +1,11 @@
 //! A pool of worker processes, fed file paths over pipes.
 //!
-//! The parent re-executes its own binary as workers (`argv[1]` is
-//! [`WORKER_ARG`]). Each worker reads requests on stdin — a job id, a follow flag
-//! and the raw bytes of a path, length-prefixed so any name survives — and
-//! answers on stdout with the id and either the digest and size or the error.
+//! The parent re-executes its own binary as workers, marked by the
+//! environment variable [`WORKER_ENV`] (see [`is_worker`]; no argument can
+//! turn a run into a worker). Each worker reads requests on stdin — a job id,
+//! a follow flag and the raw bytes of a path, length-prefixed so any name
+//! survives — and answers on stdout with the id and either the digest and
+//! size or the error.
 //!
 //! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
 //! hashing, one queued so it never waits for the parent) — or, once its last
@@ -46,8 +48,9 @@ use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{hash, hash_file, new_buffer, FileDigest, Hashing, NEVER};
 
-/// `argv[1]` that turns a `hash-procs` process into a worker.
-pub const WORKER_ARG: &str = "__hashrace_worker";
+/// Set, to the parent's pid, in the environment of the workers a `hash-procs`
+/// starts.
+pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 
 /// Files a worker always holds when there is work: one hashing, one queued, so
 /// it never waits for the parent between two files.
@@ -68,15 +71,35 @@ const MAX_ATTEMPTS: u8 = 2;
 /// Workers answer files at least this large at once, smaller ones per batch.
 const ANSWER_AT_ONCE: u64 = 64 * 1024;
 
-/// Test hooks (read by workers only; documented in the tests that use them):
+/// Test hooks (read by workers only, compiled into debug builds only, which
+/// is what `cargo test` runs; documented in the tests that use them):
 /// abort when asked to hash a path ending with this value...
+#[cfg(debug_assertions)]
 const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and sleep this many milliseconds before each file.
+#[cfg(debug_assertions)]
 const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
 
-/// Whether this process was started as a worker.
+/// Whether this process is a worker: [`WORKER_ENV`] names our parent, and the
+/// parent runs the very same executable as we do (same inode behind
+/// `/proc/PID/exe`). An environment variable left over in a shell, or a
+/// `hash-procs` started by anything but `hash-procs`, is therefore an
+/// ordinary run.
 pub fn is_worker() -> bool {
-    std::env::args_os().nth(1).as_deref() == Some(OsStr::new(WORKER_ARG))
+    use std::os::unix::fs::MetadataExt;
+    let Some(parent) = std::env::var_os(WORKER_ENV) else {
+        return false;
+    };
+    // SAFETY: getppid(2) cannot fail and has no preconditions.
+    let ppid = unsafe { libc::getppid() };
+    if parent.to_str() != Some(&ppid.to_string()) {
+        return false;
+    }
+    let inode = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
+    match (inode("/proc/self/exe"), inode(&format!("/proc/{ppid}/exe"))) {
+        (Ok(me), Ok(parent)) => me == parent,
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------- protocol
@@ -186,11 +209,16 @@ fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
 
 /// The worker's main loop: answer requests until stdin closes.
 pub fn worker_main() -> ExitCode {
-    let abort_on = std::env::var_os(HOOK_ABORT);
-    let delay = std::env::var(HOOK_DELAY)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis);
+    #[cfg(debug_assertions)]
+    let (abort_on, delay) = (
+        std::env::var_os(HOOK_ABORT),
+        std::env::var(HOOK_DELAY)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis),
+    );
+    #[cfg(not(debug_assertions))]
+    let (abort_on, delay): (Option<std::ffi::OsString>, Option<Duration>) = (None, None);
     // Own the descriptors directly rather than through std's locked handles.
     let (Ok(input), Ok(output)) = (
         io::stdin().as_fd().try_clone_to_owned(),
@@ -404,7 +432,7 @@ impl Pool<'_, '_> {
         self.spawns_left -= 1;
         let parent = std::process::id();
         let mut cmd = Command::new(&self.exe);
-        cmd.arg(WORKER_ARG)
+        cmd.env(WORKER_ENV, parent.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
