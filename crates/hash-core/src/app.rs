@@ -3,18 +3,20 @@
 //! The binaries are one line each over [`main`], so the four cannot differ in
 //! anything but the strategy they pass in.
 
-use std::ffi::OsStr;
-use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
-use crate::error::{io_reason, Error};
+use crate::error::io_reason;
+use crate::escape::path_bytes;
+use crate::filelist::{self, Listed};
+use crate::merge;
 use crate::output::{report_error, OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
+use crate::shard::{Shard, ShardRun};
 use crate::strategy::{procs, Strategy};
 use crate::walk;
 
@@ -48,15 +50,25 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
 /// Do what `config` says with `strategy`, printing to stdout/stderr.
 pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     let mut paths = config.paths.clone();
+    let mut listed = None;
     if let Some((list, nul)) = &config.files_from {
-        match read_list(list, *nul) {
-            Ok(listed) => paths.extend(listed),
+        match filelist::read(list, *nul) {
+            Ok(Listed::Paths(more)) => paths.extend(more),
+            Ok(Listed::Jobs(jobs)) => listed = Some(jobs),
             Err(e) => {
-                report_error(tool, &Error::new(list, e), None);
+                report_error(tool, &e, None);
                 return Exit::Failure;
             }
         }
     }
+    let env = |name: &str| std::env::var(name).ok();
+    let shard = match config.scale.shard.map(|s| s.resolve(env)).transpose() {
+        Ok(shard) => shard,
+        Err(why) => {
+            eprintln!("{tool}: --shard: {why}");
+            return Exit::Usage;
+        }
+    };
     let show_progress = progress::wanted(config.progress);
     match &config.mode {
         Mode::Check(opts) => {
@@ -70,42 +82,50 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             };
             check::run(&run, &manifests)
         }
-        Mode::Hash(out) => hash(tool, strategy, config, &paths, out, show_progress),
+        Mode::Hash(out) if config.scale.merge => merge::run(tool, &paths, out),
+        Mode::Hash(out) => {
+            let sized = listed.is_some() || shard.is_some() || config.scale.list;
+            let sizes = sized || strategy.is_parallel() || show_progress;
+            let mut plan = walk::plan(&paths, config.follow, sizes);
+            if let Some(jobs) = listed {
+                plan.files.extend(jobs);
+                plan.files
+                    .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
+            }
+            if config.scale.list {
+                return filelist::run(tool, &plan, out.zero);
+            }
+            hash(tool, strategy, config, plan, shard, out, show_progress)
+        }
     }
-}
-
-/// Paths listed in `list` ('-' = stdin), one per line or NUL-separated;
-/// empty entries are ignored.
-fn read_list(list: &Path, nul: bool) -> io::Result<Vec<PathBuf>> {
-    let mut data = Vec::new();
-    if list == Path::new("-") {
-        io::stdin().lock().read_to_end(&mut data)?;
-    } else {
-        data = std::fs::read(list)?;
-    }
-    let sep = if nul { b'\0' } else { b'\n' };
-    Ok(data
-        .split(|&b| b == sep)
-        .filter(|p| !p.is_empty())
-        .map(|p| PathBuf::from(OsStr::from_bytes(p)))
-        .collect())
 }
 
 fn hash(
     tool: &str,
     strategy: Strategy,
     config: &Config,
-    paths: &[PathBuf],
+    mut plan: walk::Plan,
+    shard: Option<Shard>,
     out: &OutputOptions,
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
-    // Sizes serve largest-first scheduling and the progress total only.
-    let plan = walk::plan(
-        paths,
-        config.follow,
-        strategy.is_parallel() || show_progress,
-    );
+    let mut shard = shard.map(|s| ShardRun::select(&mut plan.files, s));
+    if shard.as_ref().is_some_and(|s| s.shard.k != 0) {
+        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
+    }
+    // A shard's partial tree digest would mislead; the merge prints the whole one.
+    let out = &OutputOptions {
+        tree: out.tree && shard.is_none(),
+        ..*out
+    };
+    if let Some(s) = &shard {
+        if s.write_header(&mut io::stdout().lock(), out.tag, out.zero)
+            .is_err()
+        {
+            return Exit::Failure;
+        }
+    }
     let progress =
         show_progress.then(|| Progress::start(plan.files.len() as u64, plan.total_bytes()));
     let mut writer = Writer::new(
@@ -119,6 +139,9 @@ fn hash(
         writer.error(e);
     }
     strategy.run(tool, &plan.files, config.jobs, &mut |i, outcome| {
+        if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
+            s.hashed(i, d.size);
+        }
         writer.accept(i, outcome)
     });
     let workers = strategy.workers(config.jobs, plan.files.len());
@@ -139,6 +162,12 @@ fn hash(
     }
     if closed {
         return Exit::Success; // `| head`: the reader has what it wanted
+    }
+    if let Some(s) = &shard {
+        if let Err(e) = s.write_trailer(&mut io::stdout().lock(), summary.errors, out.zero) {
+            eprintln!("{tool}: write error: {}", io_reason(&e));
+            return Exit::Failure;
+        }
     }
     if config.stats {
         eprintln!(

@@ -64,6 +64,10 @@ pub struct CommonArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: CheckArgs,
+
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub scale: crate::shard::ScaleArgs,
 }
 
 /// `sha256sum -c` and its switches, with GNU's meanings.
@@ -149,6 +153,8 @@ pub struct Config {
     pub jobs: usize,
     /// Hash or check.
     pub mode: Mode,
+    /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
+    pub scale: crate::shard::Scale,
 }
 
 fn about(strategy: Strategy) -> &'static str {
@@ -241,6 +247,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         progress,
         jobs,
         mode,
+        scale: common.scale.into(),
     }
 }
 
