@@ -69,6 +69,8 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill
+# Look at the queue every few seconds, not every minute: tests wait on it.
+SchedulerParameters=sched_interval=2,bf_interval=2
 MpiDefault=none
 ReturnToService=2
 StateSaveLocation=$STATE/ctld

@@ -142,6 +142,12 @@ pub fn sha256sum(files: &[&Path]) -> Vec<u8> {
 
 /// Run `cmd` to completion, failing the test if it takes longer than [`HANG`].
 pub fn run(cmd: &mut Command) -> Output {
+    run_within(cmd, HANG)
+}
+
+/// Run `cmd` to completion, failing the test if it takes longer than `limit`
+/// (for commands that wait on something slower than a hasher, like a job queue).
+pub fn run_within(cmd: &mut Command, limit: Duration) -> Output {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -158,9 +164,9 @@ pub fn run(cmd: &mut Command) -> Output {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if start.elapsed() > HANG {
+        if start.elapsed() > limit {
             let _ = child.kill();
-            panic!("{cmd:?} hung for {HANG:?}");
+            panic!("{cmd:?} hung for {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
