@@ -63,8 +63,8 @@ pub struct ScaleArgs {
     #[arg(long, conflicts_with_all = ["check", "json", "tag", "tree", "shard", "merge"])]
     pub list: bool,
 
-    /// Hash only shard K of N (K from 0), balanced by bytes; 'auto' takes K and N from Slurm
-    /// (or K from GNU parallel), 'auto/N' takes K from Kubernetes, Slurm or GNU parallel.
+    /// Hash only shard K of N (K from 0), balanced by bytes; 'auto' takes K and N from a Slurm
+    /// array, 'auto/N' takes K from Kubernetes, a Slurm array or GNU parallel.
     #[arg(long, value_name = "K/N|auto|auto/N", conflicts_with_all = ["check", "json", "merge"])]
     pub shard: Option<ShardArg>,
 
