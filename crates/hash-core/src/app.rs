@@ -17,7 +17,7 @@ use crate::merge;
 use crate::output::{report_error, OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
-use crate::strategy::{procs, Strategy};
+use crate::strategy::{procs, Job, Strategy};
 use crate::walk;
 
 /// Exit statuses shared by all binaries.
@@ -83,33 +83,40 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             check::run(&run, &manifests)
         }
         Mode::Hash(out) if config.scale.merge => merge::run(tool, &paths, out),
+        Mode::Hash(out) if config.scale.list => {
+            filelist::run(tool, &plan(config, &paths, listed, true), out.zero)
+        }
         Mode::Hash(out) => {
-            let sized = listed.is_some() || shard.is_some() || config.scale.list;
-            let sizes = sized || strategy.is_parallel() || show_progress;
-            let mut plan = walk::plan(&paths, config.follow, sizes);
-            if let Some(jobs) = listed {
-                plan.files.extend(jobs);
-                plan.files
-                    .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
-            }
-            if config.scale.list {
-                return filelist::run(tool, &plan, out.zero);
-            }
-            hash(tool, strategy, config, plan, shard, out, show_progress)
+            let input = (paths.as_slice(), listed);
+            hash(tool, strategy, config, input, shard, out, show_progress)
         }
     }
+}
+
+/// Walk `paths` and add the jobs of a `--list` list, in the order a walk gives.
+fn plan(config: &Config, paths: &[PathBuf], listed: Option<Vec<Job>>, sizes: bool) -> walk::Plan {
+    let mut plan = walk::plan(paths, config.follow, sizes);
+    if let Some(jobs) = listed {
+        plan.files.extend(jobs);
+        plan.files
+            .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
+    }
+    plan
 }
 
 fn hash(
     tool: &str,
     strategy: Strategy,
     config: &Config,
-    mut plan: walk::Plan,
+    (paths, listed): (&[PathBuf], Option<Vec<Job>>),
     shard: Option<Shard>,
     out: &OutputOptions,
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
+    // Sizes serve largest-first scheduling, the progress total and sharding.
+    let sizes = strategy.is_parallel() || show_progress || shard.is_some();
+    let mut plan = plan(config, paths, listed, sizes);
     let mut shard = shard.map(|s| ShardRun::select(&mut plan.files, s));
     if shard.as_ref().is_some_and(|s| s.shard.k != 0) {
         plan.errors.clear(); // every shard walked the same tree; shard 0 tells
@@ -120,10 +127,13 @@ fn hash(
         ..*out
     };
     if let Some(s) = &shard {
-        if s.write_header(&mut io::stdout().lock(), out.tag, out.zero)
-            .is_err()
-        {
-            return Exit::Failure;
+        match s.write_header(&mut io::stdout().lock(), out.tag, out.zero) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
+            Err(e) => {
+                eprintln!("{tool}: write error: {}", io_reason(&e));
+                return Exit::Failure;
+            }
         }
     }
     let progress =
