@@ -3,21 +3,22 @@
 //! The binaries are one line each over [`main`], so the four cannot differ in
 //! anything but the strategy they pass in.
 
-use std::ffi::OsStr;
-use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
-use crate::error::{io_reason, Error};
+use crate::error::io_reason;
+use crate::escape::path_bytes;
+use crate::filelist::{self, Listed};
+use crate::merge;
 use crate::output::{report_error, OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
-use crate::strategy::{procs, Strategy};
+use crate::shard::{Shard, ShardRun};
+use crate::strategy::{procs, Job, Strategy};
 use crate::walk;
-use crate::Job;
 
 /// Exit statuses shared by all binaries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,15 +50,25 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
 /// Do what `config` says with `strategy`, printing to stdout/stderr.
 pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     let mut paths = config.paths.clone();
+    let mut listed = None;
     if let Some((list, nul)) = &config.files_from {
-        match read_list(list, *nul) {
-            Ok(listed) => paths.extend(listed),
+        match filelist::read(list, *nul) {
+            Ok(Listed::Paths(more)) => paths.extend(more),
+            Ok(Listed::Jobs(jobs)) => listed = Some(jobs),
             Err(e) => {
-                report_error(tool, &Error::new(list, e), None);
+                report_error(tool, &e, None);
                 return Exit::Failure;
             }
         }
     }
+    let env = |name: &str| std::env::var(name).ok();
+    let shard = match config.scale.shard.map(|s| s.resolve(env)).transpose() {
+        Ok(shard) => shard,
+        Err(why) => {
+            eprintln!("{tool}: --shard: {why}");
+            return Exit::Usage;
+        }
+    };
     let show_progress = progress::wanted(config.progress);
     match &config.mode {
         Mode::Check(opts) => {
@@ -71,70 +82,91 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             };
             check::run(&run, &manifests)
         }
-        Mode::Hash(out) => hash(tool, strategy, config, &paths, out, show_progress),
+        Mode::Hash(out) if config.scale.merge => merge::run(tool, &paths, out),
+        Mode::Hash(out) if config.scale.list => {
+            filelist::run(tool, &plan(config, &paths, listed, true), out.zero)
+        }
+        Mode::Hash(out) => {
+            let input = (paths.as_slice(), listed);
+            hash(tool, strategy, config, input, shard, out, show_progress)
+        }
     }
 }
 
-/// Hash `files` with `strategy` into `writer`; standard input (`-`) is read
+/// Hash `files` with `strategy` into `sink`; standard input (`-`) is read
 /// here, first, and the strategy gets the rest (see [`crate::stdin`]).
-fn run_plan<W: io::Write>(
+/// Returns how `hash-async` did its I/O (see [`Strategy::run_with`]).
+fn run_plan(
     tool: &str,
     strategy: Strategy,
     config: &Config,
     files: &[Job],
-    writer: &mut Writer<'_, W>,
+    sink: &mut crate::strategy::Sink<'_>,
 ) -> Option<String> {
     let (jobs, io) = (config.jobs, config.io);
     if !files.iter().any(walk::is_stdin) {
-        return strategy.run_with(tool, files, jobs, io, &mut |i, outcome| {
-            writer.accept(i, outcome)
-        });
+        return strategy.run_with(tool, files, jobs, io, sink);
     }
     let (stdin, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| walk::is_stdin(&files[i]));
     for i in stdin {
-        if writer.accept(i, crate::stdin::hash_stdin()).is_break() {
+        if sink(i, crate::stdin::hash_stdin()).is_break() {
             return None;
         }
     }
     let others: Vec<Job> = rest.iter().map(|&i| files[i].clone()).collect();
     strategy.run_with(tool, &others, jobs, io, &mut |i, outcome| {
-        writer.accept(rest[i], outcome)
+        sink(rest[i], outcome)
     })
 }
 
-/// Paths listed in `list` ('-' = stdin), one per line or NUL-separated;
-/// empty entries are ignored.
-fn read_list(list: &Path, nul: bool) -> io::Result<Vec<PathBuf>> {
-    let mut data = Vec::new();
-    if list == Path::new("-") {
-        io::stdin().lock().read_to_end(&mut data)?;
-    } else {
-        data = std::fs::read(list)?;
+/// Walk `paths` and add the jobs of a `--list` list, in the order a walk gives.
+fn plan(config: &Config, paths: &[PathBuf], listed: Option<Vec<Job>>, sizes: bool) -> walk::Plan {
+    let mut plan = walk::plan(paths, config.follow, sizes);
+    if let Some(jobs) = listed {
+        plan.files.extend(jobs);
+        plan.files
+            .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
     }
-    let sep = if nul { b'\0' } else { b'\n' };
-    Ok(data
-        .split(|&b| b == sep)
-        .filter(|p| !p.is_empty())
-        .map(|p| PathBuf::from(OsStr::from_bytes(p)))
-        .collect())
+    plan
 }
 
 fn hash(
     tool: &str,
     strategy: Strategy,
     config: &Config,
-    paths: &[PathBuf],
+    (paths, listed): (&[PathBuf], Option<Vec<Job>>),
+    shard: Option<Shard>,
     out: &OutputOptions,
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
-    // Sizes serve the progress total only. Scheduling does without them: a
-    // `stat` per file in the walk cost as much as 15 % of hashing a tree of
-    // 4 KiB files, all of it before the first file was hashed, while the
-    // largest-first order it bought only helps a tree whose largest files
+    // Sizes serve the progress total and sharding. Scheduling does without
+    // them: a `stat` per file in the walk cost as much as 15 % of hashing a
+    // tree of 4 KiB files, all of it before the first file was hashed, while
+    // the largest-first order it bought only helps a tree whose largest files
     // come late in path order (then the largest of them finishes alone).
-    let plan = walk::plan(paths, config.follow, show_progress);
+    let sizes = show_progress || shard.is_some();
+    let mut plan = plan(config, paths, listed, sizes);
+    let mut shard = shard.map(|s| ShardRun::select(&mut plan.files, s));
+    if shard.as_ref().is_some_and(|s| s.shard.k != 0) {
+        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
+    }
+    // A shard's partial tree digest would mislead; the merge prints the whole one.
+    let out = &OutputOptions {
+        tree: out.tree && shard.is_none(),
+        ..*out
+    };
+    if let Some(s) = &shard {
+        match s.write_header(&mut io::stdout().lock(), out.tag, out.zero) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
+            Err(e) => {
+                eprintln!("{tool}: write error: {}", io_reason(&e));
+                return Exit::Failure;
+            }
+        }
+    }
     let progress =
         show_progress.then(|| Progress::start(plan.files.len() as u64, plan.total_bytes()));
     let mut writer = Writer::new(
@@ -147,7 +179,12 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    let io = run_plan(tool, strategy, config, &plan.files, &mut writer);
+    let io = run_plan(tool, strategy, config, &plan.files, &mut |i, outcome| {
+        if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
+            s.hashed(i, d.size);
+        }
+        writer.accept(i, outcome)
+    });
     let workers = strategy.workers(config.jobs, plan.files.len());
     let info = RunInfo {
         strategy: strategy.name(),
@@ -166,6 +203,12 @@ fn hash(
     }
     if closed {
         return Exit::Success; // `| head`: the reader has what it wanted
+    }
+    if let Some(s) = &shard {
+        if let Err(e) = s.write_trailer(&mut io::stdout().lock(), summary.errors, out.zero) {
+            eprintln!("{tool}: write error: {}", io_reason(&e));
+            return Exit::Failure;
+        }
     }
     if config.stats {
         let name = match io {

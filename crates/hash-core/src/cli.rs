@@ -79,6 +79,9 @@ pub struct CommonArgs {
     /// Write shell completions or the man page to stdout and exit (see the README).
     #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
     pub generate: Option<crate::generate::Generate>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub scale: crate::shard::ScaleArgs,
 }
 
 /// `sha256sum -c` and its switches, with GNU's meanings.
@@ -190,6 +193,8 @@ pub struct Config {
     pub io: IoMode,
     /// Hash or check.
     pub mode: Mode,
+    /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
+    pub scale: crate::shard::Scale,
 }
 
 fn about(strategy: Strategy) -> &'static str {
@@ -320,6 +325,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         jobs,
         io: IoMode::default(),
         mode,
+        scale: common.scale.into(),
     }
 }
 

@@ -13,6 +13,8 @@
 //! - [`output`]: the single writer that orders results and prints them.
 //! - [`check`]: `--check`, on the same strategies, with [`checkline`] parsing.
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
+//! - [`filelist`], [`shard`], [`merge`]: scale-out over cluster engines (`--list`,
+//!   `--shard K/N`, `--merge`), giving exactly the single-machine output.
 
 pub mod app;
 pub mod check;
@@ -20,13 +22,16 @@ pub mod checkline;
 pub mod cli;
 pub mod error;
 pub mod escape;
+pub mod filelist;
 pub mod generate;
 pub mod hasher;
 pub mod mapped;
+pub mod merge;
 pub mod output;
 pub mod progress;
 pub mod quote;
 pub mod report;
+pub mod shard;
 pub mod stdin;
 pub mod strategy;
 pub mod tree;

@@ -149,6 +149,16 @@ pub fn run(cmd: &mut Command) -> Output {
 
 /// [`run`] with `stdin` as the child's standard input.
 pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Output {
+    run_full(cmd, stdin, HANG)
+}
+
+/// Run `cmd` to completion, failing the test if it takes longer than `limit`
+/// (for commands that wait on something slower than a hasher, like a job queue).
+pub fn run_within(cmd: &mut Command, limit: Duration) -> Output {
+    run_full(cmd, Stdio::null(), limit)
+}
+
+fn run_full(cmd: &mut Command, stdin: Stdio, limit: Duration) -> Output {
     let mut child = cmd
         .stdin(stdin)
         .stdout(Stdio::piped())
@@ -165,9 +175,9 @@ pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Output {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        if start.elapsed() > HANG {
+        if start.elapsed() > limit {
             let _ = child.kill();
-            panic!("{cmd:?} hung for {HANG:?}");
+            panic!("{cmd:?} hung for {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(5));
     };
