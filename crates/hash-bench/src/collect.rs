@@ -486,6 +486,8 @@ mod tests {
             }
             let rss = RssSample {
                 max_rss_kib: 3000,
+                tree_sum_kib: Some(5000),
+                tree_processes: Some(2),
                 exit_code: Some(0),
                 wall_s: 0.1,
                 before: "none".into(),
