@@ -200,6 +200,9 @@ enum Cmd {
         /// Discard finished benchmarks of an earlier, interrupted run of the same plan.
         #[arg(long)]
         fresh: bool,
+        /// Leave out the Python reference programs (raced when python3 is installed).
+        #[arg(long)]
+        no_python: bool,
     },
     /// Check that every hashrace command of a plan prints the same, expected output.
     Verify {
@@ -442,6 +445,7 @@ fn run(cli: Cli) -> Result<()> {
             repo,
             work_parent,
             fresh,
+            no_python,
         } => {
             if no_warm && no_cold {
                 bail!("--no-warm and --no-cold leave nothing to measure");
@@ -472,6 +476,7 @@ fn run(cli: Cli) -> Result<()> {
                 eviction,
                 repo: abs(repo)?,
                 work_parent: abs(work_parent)?,
+                python: !no_python,
             };
             let plan = plan::build(&opts)?;
             let work = plan::work_dir(&opts.work_parent, &plan);
