@@ -152,7 +152,7 @@ pub struct Runs {
 pub const TARGET_TIMED_S: f64 = 3.0;
 
 /// Timed work an expensive hashrace benchmark (`huge`, `mixed`) is scaled down to,
-/// seconds, but never below half its sweep's minimum run count: a 2 s run needs fewer
+/// seconds, but never below 5 runs (or the minimum, if smaller): a 2 s run needs fewer
 /// samples for the same precision of its median than a 20 ms one.
 pub const MAX_TIMED_S: f64 = 12.0;
 
@@ -843,8 +843,8 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                         n = n.min(SLOW_PEER_RUNS);
                     }
                     if !is_peer && !scale {
-                        let cap = ((MAX_TIMED_S / exec).ceil() as u32).max(min_runs.div_ceil(2));
-                        n = n.min(cap.max(min_runs.min(5)));
+                        let cap = ((MAX_TIMED_S / exec).ceil() as u32).max(min_runs.min(5));
+                        n = n.min(cap);
                     }
                     let per_run = exec + prepare_estimate(cache, d);
                     let warm_step = if cache == Cache::Warm {
