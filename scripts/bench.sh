@@ -22,10 +22,12 @@ results/<host>-<date>-<sweep>.json plus a directory of raw hyperfine exports bes
 
 Sweeps:
   (default)        shards (64 x 8 MiB), small (20,000 x 4 KiB), huge (1 x 2 GiB),
-                   mixed (model-like tree, ~1 GiB). Hashers: 10 warm / 5 cold timed
-                   runs (up to 3x more for cheap ones), peers 5 / 3 (3 when a run takes
-                   over 5 s). About 12-15 minutes on 2 vCPUs, plus ~30 s to generate the
-                   data the first time (3.6 GiB on disk).
+                   mixed (model-like tree, ~1 GiB), empty (an empty directory, warm
+                   only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
+                   ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
+                   over 4 s), Python 3 / 2. About 23 minutes on 2 vCPUs (~26 once
+                   hash-async has --io), plus ~30 s to generate the data the first
+                   time (3.6 GiB on disk). The plan step prints its estimate.
   --quick          smaller versions of the four datasets, fewer runs (~3-4 minutes).
   --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
                    what CI runs. If the data directory cannot be made cold (tmpfs),
@@ -37,6 +39,10 @@ Options:
   --datasets LIST  race these datasets (names in datasets/ or spec paths) instead.
   --big            add the optional 32 GiB 'big' dataset (larger than memory here; cold
                    only when it does not fit in memory).
+  --scale          add the optional scale datasets: 1,000,000 and 2,000,000 empty files
+                   (warm only; the hashers alone, at their default -j, 3 runs each;
+                   ~1-2 minutes to generate the first time).
+  --no-python      leave out the Python reference programs (scripts/pyhash.py).
   --bin-dir DIR    take the four hashers from DIR instead of building them here.
   --data-dir DIR   where datasets are generated (default: datasets/data). Must be on a
                    disk-backed filesystem for cold runs.
@@ -63,6 +69,18 @@ How it measures:
     evicted first when cold), which is also the warm-up run.
   * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
+  * Rows raced besides the hashers and peers (see results/README.md):
+    - hash-threads/-procs/-async at each --jobs value AND with no -j at all
+      ("-j default"); hash-async-pool and hash-async-uring (default -j) when
+      'hash-async --help' lists --io.
+    - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling:
+      the dataset's file sizes hashed in memory, no I/O; warm only) and
+      ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,
+      N = CPUs and 64; warm and cold).
+    - python-serial/-threads/-procs/-asyncio (scripts/pyhash.py) when python3 is
+      installed; checked against the hashers' output before timing.
+  * Peak RSS is recorded twice: the largest single process, and the sum over the
+    whole process tree (hash-procs' parent plus workers).
 
 Interrupting (Ctrl-C) is safe: rerun the same command and it resumes where it stopped
 (same binaries and settings), reusing generated data. See docs/benchmark.md.
@@ -73,6 +91,8 @@ SWEEP=default
 JOBS=""
 DATASETS=""
 BIG=0
+SCALE=0
+NO_PYTHON=0
 BIN_DIR=""
 DATA_DIR="$REPO/datasets/data"
 OUT="$REPO/results"
@@ -100,6 +120,8 @@ while [[ $# -gt 0 ]]; do
 	--jobs) need_arg "$@"; JOBS=$2; shift ;;
 	--datasets) need_arg "$@"; DATASETS=$2; shift ;;
 	--big) BIG=1 ;;
+	--scale) SCALE=1 ;;
+	--no-python) NO_PYTHON=1 ;;
 	--bin-dir) need_arg "$@"; BIN_DIR=$2; shift ;;
 	--data-dir) need_arg "$@"; DATA_DIR=$2; shift ;;
 	--out) need_arg "$@"; OUT=$2; shift ;;
@@ -231,7 +253,11 @@ PLAN_ARGS=(--sweep "$SWEEP" --specs-dir "$REPO/datasets" --data-root "$DATA_DIR"
 	--repo "$REPO" --work-parent "$OUT/tmp")
 [[ -n $JOBS ]] && PLAN_ARGS+=(--jobs "$JOBS")
 [[ -n $DATASETS ]] && PLAN_ARGS+=(--datasets "$DATASETS")
-((BIG)) && PLAN_ARGS+=(--extra-datasets big)
+EXTRA=()
+((BIG)) && EXTRA+=(big)
+((SCALE)) && EXTRA+=(scale scale2)
+((${#EXTRA[@]})) && PLAN_ARGS+=(--extra-datasets "$(IFS=,; echo "${EXTRA[*]}")")
+((NO_PYTHON)) && PLAN_ARGS+=(--no-python)
 ((WARM)) || PLAN_ARGS+=(--no-warm)
 ((COLD)) || PLAN_ARGS+=(--no-cold)
 ((FRESH)) && PLAN_ARGS+=(--fresh)

@@ -124,6 +124,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             ),
             Err(_) => None,
         };
+        let peak_rss_tree_kib = rss.as_ref().and_then(|r| r.tree_sum_kib);
         let peak_rss_kib = match (&rss, t.peak_rss_bytes) {
             (Some(r), _) => Some(r.max_rss_kib),
             (None, Some(bytes)) => Some(bytes / 1024),
@@ -143,6 +144,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
                 .map(|p| p.algorithm.clone())
                 .unwrap_or_default(),
             jobs: b.jobs,
+            default_jobs: b.default_jobs,
             command: b.command.clone(),
             prepare: b.prepare.clone(),
             runs: t.times_s.len() as u32,
@@ -164,6 +166,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             files_per_s: if m > 0.0 { d.files as f64 / m } else { 0.0 },
             speedup_vs_serial: None,
             peak_rss_kib,
+            peak_rss_tree_kib,
             residency: ResidencySummary {
                 min_percent: timed.iter().copied().fold(f64::INFINITY, f64::min),
                 max_percent: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
@@ -217,8 +220,11 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             data_root: plan.data_root.clone(),
             bin_dir: plan.bin_dir.clone(),
             rss_method: "one extra untimed run per benchmark (cold: evicted first) under \
-                         `hash-bench maxrss`: getrusage(RUSAGE_CHILDREN).ru_maxrss, i.e. the \
-                         largest single process, not the sum over processes"
+                         `hash-bench maxrss`. peak_rss_kib: getrusage(RUSAGE_CHILDREN).ru_maxrss, \
+                         the largest single process. peak_rss_tree_kib: the command's process \
+                         tree sampled every 2 ms (/proc/<pid>/task/*/children, recursively), \
+                         the sum over every process seen of its largest VmHWM, and at least \
+                         peak_rss_kib"
                 .into(),
         },
         programs: plan.programs.clone(),
@@ -335,29 +341,32 @@ pub fn table(r: &Results) -> String {
             );
             let _ = writeln!(
                 s,
-                "  {:<24} {:>10} {:>9} {:>10} {:>9} {:>9} {:>8}  ±σ",
-                "program", "median", "MiB/s", "files/s", "vs serial", "RSS MiB", "resid."
+                "  {:<30} {:>10} {:>9} {:>10} {:>9} {:>9} {:>8}  ±σ",
+                "program", "median", "MiB/s", "files/s", "vs serial", "RSS MiB*", "resid."
             );
             for b in r
                 .benchmarks
                 .iter()
                 .filter(|b| b.dataset == d.name && b.cache == cache)
             {
-                let mut label = match b.jobs {
-                    Some(j) => format!("{} -j{j}", b.program),
-                    None => b.program.clone(),
+                let mut label = match (b.jobs, b.default_jobs) {
+                    (Some(j), _) => format!("{} -j{j}", b.program),
+                    (None, true) => format!("{} -j default", b.program),
+                    (None, false) => b.program.clone(),
                 };
                 match b.kind {
                     Kind::Hashrace => {}
                     Kind::Peer => label.push_str(" (peer)"),
-                    Kind::Reference => label.push_str(&format!(" ({})", b.algorithm)),
+                    Kind::Reference if b.algorithm == "blake3" => label.push_str(" (blake3)"),
+                    Kind::Reference => label.push_str(" (ref)"),
                 }
+                // The tree sum, when it differs from the largest process (hash-procs).
+                let rss_kib = b.peak_rss_tree_kib.or(b.peak_rss_kib);
                 let rel = b
                     .speedup_vs_serial
                     .map(|x| format!("{x:.2}x"))
                     .unwrap_or_else(|| "-".into());
-                let rss = b
-                    .peak_rss_kib
+                let rss = rss_kib
                     .map(|k| format!("{:.1}", k as f64 / 1024.0))
                     .unwrap_or_else(|| "-".into());
                 let sd = b
@@ -366,7 +375,7 @@ pub fn table(r: &Results) -> String {
                     .unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    "  {:<24} {:>8.3} s {:>9.0} {:>10.0} {:>9} {:>9} {:>7.1}%  {}{}",
+                    "  {:<30} {:>8.3} s {:>9.0} {:>10.0} {:>9} {:>9} {:>7.1}%  {}{}",
                     label,
                     b.median_s,
                     b.mib_per_s,
@@ -384,6 +393,10 @@ pub fn table(r: &Results) -> String {
             }
         }
     }
+    let _ = writeln!(
+        s,
+        "\n* peak RSS of the whole process tree (sum of each process's peak) where recorded."
+    );
     let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
     if invalid > 0 {
         let _ = writeln!(
@@ -440,24 +453,26 @@ mod tests {
             eviction: crate::cache::EvictMethod::Fadvise,
             repo: bins,
             work_parent: t.path().join("w"),
+            python: false,
         };
         let plan = plan::build(&o).unwrap();
         let work = plan::work_dir(&o.work_parent, &plan);
         plan::write(&plan, &work).unwrap();
-        let d = &plan.datasets[0];
-        let v = Verified {
-            dataset: d.spec.name.clone(),
-            output_sha256: d.spec.expected_manifest_sha256.clone().unwrap(),
-            lines: d.files,
-            expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
-            commands: vec![],
-        };
         std::fs::create_dir_all(work.join("verified")).unwrap();
-        std::fs::write(
-            record_path(&work, &d.spec.name),
-            serde_json::to_string(&v).unwrap(),
-        )
-        .unwrap();
+        for d in &plan.datasets {
+            let v = Verified {
+                dataset: d.spec.name.clone(),
+                output_sha256: d.spec.expected_manifest_sha256.clone().unwrap(),
+                lines: d.files,
+                expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
+                commands: vec![],
+            };
+            std::fs::write(
+                record_path(&work, &d.spec.name),
+                serde_json::to_string(&v).unwrap(),
+            )
+            .unwrap();
+        }
         let bad = "smoke.cold.hash-threads-j2";
         for b in &plan.benchmarks {
             let n = b.runs as usize;
@@ -486,6 +501,8 @@ mod tests {
             }
             let rss = RssSample {
                 max_rss_kib: 3000,
+                tree_sum_kib: Some(5000),
+                tree_processes: Some(2),
                 exit_code: Some(0),
                 wall_s: 0.1,
                 before: "none".into(),
@@ -498,12 +515,21 @@ mod tests {
         }
         let r = build(&work, "hyperfine").unwrap();
         validate(&r, None).unwrap();
-        assert_eq!(r.benchmarks.len(), 8);
+        // smoke: 2 caches × (serial, 3 parallel × (-j2, default), read floor × 2) plus
+        // 2 warm ceilings; empty: the warm half of that.
+        let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
+            1
+        } else {
+            2
+        };
+        let per = 7 + floors;
+        assert_eq!(r.benchmarks.len(), 3 * per + 2 * 2);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);
             assert_eq!(b.peak_rss_kib, Some(3000));
             assert_eq!(b.residency.per_run_percent.len(), b.runs as usize);
             assert!(b.speedup_vs_serial.is_some());
+            assert_eq!(b.peak_rss_tree_kib, Some(5000));
         }
         let flagged = r.benchmarks.iter().find(|b| b.id == bad).unwrap();
         assert_eq!(

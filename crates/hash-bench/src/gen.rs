@@ -148,14 +148,25 @@ fn write_files(
         .iter()
         .map(|f| AtomicU64::new(f.size.div_ceil(chunk).max(1)))
         .collect();
+    // Each directory once (a tree of a million files has a thousand directories).
+    let parents: std::collections::BTreeSet<&str> = files
+        .iter()
+        .map(|f| f.rel.rsplit_once('/').map_or("", |(d, _)| d))
+        .collect();
+    for p in parents {
+        let parent = dir.join(p);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
     for (i, f) in files.iter().enumerate() {
-        let path = dir.join(&f.rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
+        // Create (and truncate) the part file of a file written in several chunks up
+        // front, so its chunk writers only open it; a one-chunk file is created by its
+        // task, in parallel.
+        if f.size > chunk {
+            let path = dir.join(&f.rel);
+            File::create(part_path(&path))
+                .with_context(|| format!("creating {}", path.display()))?;
         }
-        // Create (and truncate) every part file up front, so chunk writers only open.
-        File::create(part_path(&path)).with_context(|| format!("creating {}", path.display()))?;
         let mut off = 0;
         loop {
             let len = (f.size - off).min(chunk);
@@ -178,9 +189,17 @@ fn write_files(
         let task = &tasks[t];
         let f = files[task.file];
         let final_path = dir.join(&f.rel);
+        if f.size == 0 {
+            // Complete as soon as it exists: no part file, no rename.
+            File::create(&final_path)
+                .with_context(|| format!("creating {}", final_path.display()))?;
+            return Ok(());
+        }
         let part = part_path(&final_path);
         let out = OpenOptions::new()
             .write(true)
+            .create(f.size <= chunk)
+            .truncate(f.size <= chunk)
             .open(&part)
             .with_context(|| format!("opening {}", part.display()))?;
         let mut done = 0;

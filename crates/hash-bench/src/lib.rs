@@ -8,7 +8,9 @@
 //!   generation; [`manifest`]: the `sha256sum`-style manifest and its digest.
 //! - [`cache`]: page-cache eviction (`posix_fadvise`), residency (`mincore`) and the
 //!   "is this filesystem able to go cold" check.
-//! - [`maxrss`]: peak RSS of a command (hyperfine 1.x does not record it).
+//! - [`maxrss`]: peak RSS of a command and of its process tree (hyperfine 1.x does not
+//!   record it).
+//! - [`refs`]: the reference rows: in-memory SHA-256 ceiling and the read floor.
 //! - [`machine`]: what the machine is, for results that travel.
 //! - [`plan`]: which programs run on which dataset in which cache state, with exact
 //!   commands and a time estimate; [`verify`]: the four hashers agree before timing.
@@ -29,6 +31,7 @@ pub mod manifest;
 pub mod maxrss;
 pub mod plan;
 pub mod progress;
+pub mod refs;
 pub mod results;
 pub mod spec;
 pub mod util;

@@ -13,7 +13,7 @@ use hash_bench::cache::{self, EvictMethod, ResidencySample};
 use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PeerSelection, PlanOptions, Sweep};
 use hash_bench::util::{human_bytes, human_secs};
-use hash_bench::{collect, compare, machine, manifest, maxrss, results, spec, verify};
+use hash_bench::{collect, compare, machine, manifest, maxrss, refs, results, spec, verify};
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
 /// peak memory, machine facts, plans and results.
@@ -114,6 +114,39 @@ enum Cmd {
         #[arg(last = true)]
         command: Vec<OsString>,
     },
+    /// Reference: hash a dataset's file sizes in memory (no I/O), one digest per file.
+    Ceiling {
+        /// Hash algorithm (the one hash-core uses).
+        #[arg(value_enum)]
+        algorithm: refs::Algorithm,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// Dataset whose file sizes to hash (name in --specs-dir, or a spec path).
+        #[arg(long)]
+        spec: String,
+        /// Directory of the committed specs.
+        #[arg(long, default_value = "datasets")]
+        specs_dir: PathBuf,
+        /// Print every file's digest (`sha256sum` format, spec order) instead of a summary.
+        #[arg(long)]
+        digests: bool,
+    },
+    /// Reference: open + read + close every regular file (walk included), no hashing.
+    ReadFloor {
+        /// Reader threads.
+        #[arg(short, long, default_value_t = 1)]
+        jobs: usize,
+        /// Directories or files.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Hold N MiB of touched memory until stdin closes (for the peak-RSS tests).
+    #[command(hide = true)]
+    HoldMemory {
+        /// MiB to hold.
+        mib: u64,
+    },
     /// Print machine facts as JSON.
     Machine {
         /// Directory whose filesystem and device to describe.
@@ -167,6 +200,9 @@ enum Cmd {
         /// Discard finished benchmarks of an earlier, interrupted run of the same plan.
         #[arg(long)]
         fresh: bool,
+        /// Leave out the Python reference programs (raced when python3 is installed).
+        #[arg(long)]
+        no_python: bool,
     },
     /// Check that every hashrace command of a plan prints the same, expected output.
     Verify {
@@ -377,6 +413,40 @@ fn run(cli: Cli) -> Result<()> {
                 bail!("the command failed");
             }
         }
+        Cmd::Ceiling {
+            algorithm: refs::Algorithm::Sha256,
+            threads,
+            spec,
+            specs_dir,
+            digests,
+        } => {
+            let spec = spec::Spec::load(&spec::resolve(&spec, &specs_dir)?)?;
+            let files = spec.files();
+            let r = refs::ceiling(&files, threads, digests);
+            match &r.digests {
+                Some(d) => d.iter().zip(&files).for_each(|(d, f)| {
+                    println!("{}  {}/{}", hash_bench::util::hex(d), spec.name, f.rel)
+                }),
+                None => println!(
+                    "ceiling sha256: {} files, {} bytes, {} threads, xor {}",
+                    r.files,
+                    r.bytes,
+                    threads.max(1),
+                    hash_bench::util::hex(&r.xor)
+                ),
+            }
+        }
+        Cmd::ReadFloor { jobs, paths } => {
+            let r = refs::read_floor(&paths, jobs);
+            println!(
+                "read-floor: {} files, {} bytes, {} errors",
+                r.files, r.bytes, r.errors
+            );
+            if r.errors > 0 {
+                bail!("{} files or directories could not be read", r.errors);
+            }
+        }
+        Cmd::HoldMemory { mib } => refs::hold_memory(mib)?,
         Cmd::Machine { data_dir } => {
             println!(
                 "{}",
@@ -399,6 +469,7 @@ fn run(cli: Cli) -> Result<()> {
             repo,
             work_parent,
             fresh,
+            no_python,
         } => {
             if no_warm && no_cold {
                 bail!("--no-warm and --no-cold leave nothing to measure");
@@ -429,6 +500,7 @@ fn run(cli: Cli) -> Result<()> {
                 eviction,
                 repo: abs(repo)?,
                 work_parent: abs(work_parent)?,
+                python: !no_python,
             };
             let plan = plan::build(&opts)?;
             let work = plan::work_dir(&opts.work_parent, &plan);

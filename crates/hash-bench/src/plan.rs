@@ -24,10 +24,38 @@ use crate::spec::{self, totals, Spec};
 use crate::util::{hex, human_bytes, human_secs, sh_join, sh_quote, version_line, which};
 
 /// Version of `plan.json`'s layout (internal to one run, but checked on resume).
-pub const PLAN_VERSION: u32 = 1;
+pub const PLAN_VERSION: u32 = 2;
 
 /// The four hashrace binaries, in the order they are reported.
 pub const HASHERS: [&str; 4] = ["hash-serial", "hash-threads", "hash-procs", "hash-async"];
+
+/// The parallel hashers: raced at each swept `-j` and once with no `-j` at all.
+pub const PARALLEL_HASHERS: [&str; 3] = ["hash-threads", "hash-procs", "hash-async"];
+
+/// `hash-async --io` modes raced as programs of their own (`hash-async-<mode>`) when
+/// `hash-async --help` lists `--io`; plain `hash-async` is its default mode.
+pub const ASYNC_IO_MODES: [&str; 2] = ["pool", "uring"];
+
+/// Reads in flight of the read-floor reference rows besides the number of CPUs (the
+/// hashers' default): about what `hash-threads`/`hash-async` keep in flight on cold
+/// small files. The one place to change it.
+pub const READ_FLOOR_EXTRA_JOBS: [u32; 1] = [64];
+
+/// The Python reference programs (`scripts/pyhash.py <strategy>`), raced when
+/// `python3` is installed.
+pub const PYTHON_PROGRAMS: [&str; 4] = [
+    "python-serial",
+    "python-threads",
+    "python-procs",
+    "python-asyncio",
+];
+
+/// Datasets with at least this many files are scale tests: only the hashrace programs
+/// run on them, at their default `-j`, [`SCALE_RUNS`] times (peers, Python and
+/// references would take minutes per run and say nothing about the target).
+pub const SCALE_FILES: u64 = 500_000;
+/// Timed runs on a scale dataset.
+pub const SCALE_RUNS: u32 = 3;
 
 /// Peers raced when installed, in the order they are reported.
 pub const PEERS: [&str; 4] = ["sha256sum", "rhash", "hashdeep", "b3sum"];
@@ -41,7 +69,7 @@ pub const WARM_MIN_RESIDENT_PERCENT: f64 = 95.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sweep {
-    /// The full default sweep: shards, small, huge, mixed.
+    /// The full default sweep: shards, small, huge, mixed, empty.
     Default,
     /// Smaller versions of the defaults, fewer runs (a few minutes).
     Quick,
@@ -62,9 +90,15 @@ impl Sweep {
     /// Datasets of this sweep.
     pub fn datasets(self) -> &'static [&'static str] {
         match self {
-            Sweep::Default => &["shards", "small", "huge", "mixed"],
-            Sweep::Quick => &["shards-quick", "small-quick", "huge-quick", "mixed-quick"],
-            Sweep::Smoke => &["smoke"],
+            Sweep::Default => &["shards", "small", "huge", "mixed", "empty"],
+            Sweep::Quick => &[
+                "shards-quick",
+                "small-quick",
+                "huge-quick",
+                "mixed-quick",
+                "empty",
+            ],
+            Sweep::Smoke => &["smoke", "empty"],
         }
     }
 
@@ -117,13 +151,27 @@ pub struct Runs {
 /// Timed work a cheap benchmark is scaled up to, seconds.
 pub const TARGET_TIMED_S: f64 = 3.0;
 
-/// A peer estimated slower than this per run (sha256sum and hashdeep on `huge`: ~8-13 s)
-/// gets at most [`SLOW_PEER_RUNS`] timed runs: it is a reference several times slower
-/// than the hashers, and its ratio to them needs no 2 % precision, while ten runs of it
-/// would cost minutes of the sweep's budget.
-pub const SLOW_PEER_S: f64 = 5.0;
-/// Timed runs of a slow peer.
-pub const SLOW_PEER_RUNS: u32 = 3;
+/// Timed work an expensive hashrace benchmark (`huge`, `mixed`) is scaled down to,
+/// seconds, but never below 5 runs (or the minimum, if smaller): a 2 s run needs fewer
+/// samples for the same precision of its median than a 20 ms one.
+pub const MAX_TIMED_S: f64 = 12.0;
+
+/// A peer estimated slower than this per run (sha256sum and hashdeep on `huge`: ~10-13 s,
+/// on `mixed`: ~5 s) gets at most [`SLOW_PEER_RUNS`] timed runs: it is a reference
+/// several times slower than the hashers, and its ratio to them needs no 2 % precision,
+/// while more runs of it would cost minutes of the sweep's budget.
+pub const SLOW_PEER_S: f64 = 4.0;
+/// Timed runs of a slow peer (after its untimed peak-RSS run, its warm-up).
+pub const SLOW_PEER_RUNS: u32 = 1;
+
+/// Timed runs of a Python reference program, warm and cold: a reference several times
+/// slower than the hashers on small files, with a start-up of its own.
+pub const PYTHON_RUNS: (u32, u32) = (3, 2);
+
+/// The cost model below is calibrated on idle-machine figures; the committed default
+/// sweep took ~15 minutes where the model said 12.4 (hyperfine, process start-up, a
+/// busy neighbour). Estimates are scaled by this factor so that they are honest.
+pub const ESTIMATE_FACTOR: f64 = 1.2;
 
 /// Page-cache state of a benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -153,7 +201,9 @@ pub enum Kind {
     Hashrace,
     /// An installed SHA-256 tool raced for comparison.
     Peer,
-    /// A speed reference computing another hash (b3sum: BLAKE3).
+    /// A reference, not a competitor: b3sum (BLAKE3, a speed reference), the limits
+    /// measured by hash-bench (`ref-sha256-*`: in-memory SHA-256; `ref-read-floor`:
+    /// reading without hashing) and the Python programs (`python-*`).
     Reference,
 }
 
@@ -164,7 +214,7 @@ pub struct ProgramInfo {
     pub name: String,
     /// Hashrace binary, peer, or reference.
     pub kind: Kind,
-    /// Hash computed: `sha256` or `blake3`.
+    /// Hash computed: `sha256`, `blake3`, or `none` (the read floor).
     pub algorithm: String,
     /// Path of the executable.
     pub path: String,
@@ -210,6 +260,9 @@ pub struct PlanEntry {
     pub kind: Kind,
     /// Job count passed to it, if it takes one.
     pub jobs: Option<u32>,
+    /// A parallel program run with no `-j` at all (`jobs` is then `None`).
+    #[serde(default)]
+    pub default_jobs: bool,
     /// Timed runs.
     pub runs: u32,
     /// hyperfine warm-up runs (after the untimed peak-RSS run, which always comes first).
@@ -328,6 +381,9 @@ pub struct PlanOptions {
     pub repo: PathBuf,
     /// Where raw files will be (`<work>/raw`): prepare commands write there.
     pub work_parent: PathBuf,
+    /// Race the Python reference programs (`<repo>/scripts/pyhash.py`) if `python3` is
+    /// installed.
+    pub python: bool,
 }
 
 /// Rough cost model of one program run, for the estimate and for scaling run counts.
@@ -343,8 +399,15 @@ fn exec_estimate(
     // (bytes/s per worker, seconds per file per worker, uses several cores). Between the
     // idle numbers of BENCHMARKING.md and those measured with the other core busy.
     let (rate, per_file, parallel) = match program {
-        "hash-serial" => (1.0e9, 20e-6, false),
-        p if p.starts_with("hash-") => (1.0e9, 20e-6, true),
+        "hash-serial" => (1.3e9, 15e-6, false),
+        "ref-sha256-1core" => (1.2e9, 1e-6, false),
+        "ref-sha256-allcores" => (1.2e9, 1e-6, true),
+        "ref-read-floor" => (5.0e9, 8e-6, true),
+        "python-serial" => (1.0e9, 40e-6, false),
+        "python-procs" => (1.0e9, 80e-6, true),
+        p if p.starts_with("python-") => (1.0e9, 60e-6, true),
+        // Fitted to the committed default sweep (its hashers ran ~0.74x the old model).
+        p if p.starts_with("hash-") => (1.3e9, 15e-6, true),
         "sha256sum" => (0.2e9, 20e-6, true),
         "hashdeep" => (0.2e9, 30e-6, true),
         "rhash" => (1.0e9, 20e-6, false),
@@ -357,7 +420,19 @@ fn exec_estimate(
         1.0
     };
     let (bytes, files, largest) = (d.bytes as f64, d.files as f64, d.largest as f64);
-    let warm = (bytes / (rate * par)).max(largest / rate) + files * per_file / par + 0.005;
+    // Start-up: an interpreter (and, for python-procs, a pool of them) costs more.
+    let start = match program {
+        "python-procs" => 0.15,
+        p if p.starts_with("python-") => 0.05,
+        _ => 0.005,
+    };
+    let warm = (bytes / (rate * par)).max(largest / rate) + files * per_file / par + start;
+    // Reads in flight of the read floor are not capped by the cores.
+    let par = if program == "ref-read-floor" {
+        f64::from(jobs.unwrap_or(cores).max(1))
+    } else {
+        par
+    };
     match cache {
         Cache::Warm => warm,
         Cache::Cold => {
@@ -411,6 +486,35 @@ fn peer_version(name: &str) -> Option<String> {
     }
 }
 
+/// Whether the harness checks a program's output before timing it: the hashrace
+/// programs and the Python references print exactly `sha256sum`'s lines.
+pub fn verified(p: &ProgramInfo) -> bool {
+    p.kind == Kind::Hashrace || p.name.starts_with("python-")
+}
+
+/// Whether `hash-async --help` lists `--io` (the binaries before it have one mode).
+fn lists_io_flag(path: &Path) -> bool {
+    Command::new(path)
+        .arg("--help")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--io"))
+}
+
+/// The real `python3` executable (not a version manager's shim, whose start-up would be
+/// timed too), if one is installed.
+fn python_interpreter() -> Option<String> {
+    which("python3")?;
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let exe = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    Path::new(&exe).is_file().then_some(exe)
+}
+
 /// Build the plan (does not write it).
 pub fn build(o: &PlanOptions) -> Result<Plan> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
@@ -432,14 +536,23 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                 path.display()
             );
         }
-        programs.push(ProgramInfo {
+        let info = ProgramInfo {
             name: name.to_string(),
             kind: Kind::Hashrace,
             algorithm: "sha256".into(),
             path: path.display().to_string(),
             version: version_line(&path.to_string_lossy(), &["--version"]),
             sha256: Some(sha256_of_file(&path)?),
-        });
+        };
+        programs.push(info.clone());
+        if name == "hash-async" && lists_io_flag(&path) {
+            for mode in ASYNC_IO_MODES {
+                programs.push(ProgramInfo {
+                    name: format!("hash-async-{mode}"),
+                    ..info.clone()
+                });
+            }
+        }
     }
     let wanted: Vec<String> = match &o.peers {
         PeerSelection::None => vec![],
@@ -475,6 +588,38 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         });
     }
 
+    // References: the limits (measured by this binary) and the Python programs.
+    let hb_sha = sha256_of_file(&o.hash_bench).ok();
+    for (name, algorithm) in [
+        ("ref-sha256-1core", "sha256"),
+        ("ref-sha256-allcores", "sha256"),
+        ("ref-read-floor", "none"),
+    ] {
+        programs.push(ProgramInfo {
+            name: name.into(),
+            kind: Kind::Reference,
+            algorithm: algorithm.into(),
+            path: o.hash_bench.display().to_string(),
+            version: None,
+            sha256: hb_sha.clone(),
+        });
+    }
+    let script = o.repo.join("scripts/pyhash.py");
+    if o.python && script.is_file() {
+        if let Some(python) = python_interpreter() {
+            for name in PYTHON_PROGRAMS {
+                programs.push(ProgramInfo {
+                    name: name.into(),
+                    kind: Kind::Reference,
+                    algorithm: "sha256".into(),
+                    path: python.clone(),
+                    version: version_line(&python, &["--version"]),
+                    sha256: Some(sha256_of_file(&script)?),
+                });
+            }
+        }
+    }
+
     // Datasets.
     let names: Vec<String> = match &o.datasets {
         Some(v) => v.clone(),
@@ -498,7 +643,11 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                 caches.push(Cache::Warm);
             }
         }
-        if o.cold {
+        if o.cold && t.bytes == 0 && o.warm {
+            // Nothing to evict: only metadata, which fadvise cannot drop; a cold run would
+            // be a warm one mislabelled (and its residency check is meaningless).
+            note = Some("cold skipped: no file data to evict".into());
+        } else if o.cold {
             caches.push(Cache::Cold);
         }
         if caches.is_empty() {
@@ -555,17 +704,89 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     for d in &datasets {
         let name = d.spec.name.as_str();
         let q = sh_quote(name);
+        let scale = d.files >= SCALE_FILES;
+        let spec_path = std::fs::canonicalize(&d.spec_path)
+            .unwrap_or_else(|_| PathBuf::from(&d.spec_path))
+            .display()
+            .to_string();
         for &cache in &d.caches {
             for p in &programs {
-                let variants: Vec<Option<u32>> = match p.name.as_str() {
-                    "hash-serial" | "rhash" => vec![None],
-                    _ => jobs.iter().map(|&j| Some(j)).collect(),
+                let pname = p.name.as_str();
+                let parallel_hasher = PARALLEL_HASHERS.iter().any(|h| pname.starts_with(h));
+                let python = pname.starts_with("python-");
+                // Scale datasets: hashrace programs only, at their default -j.
+                if scale && p.kind != Kind::Hashrace {
+                    continue;
+                }
+                // The in-memory ceiling does no I/O: warm only.
+                if pname.starts_with("ref-sha256-") && cache == Cache::Cold {
+                    continue;
+                }
+                // (jobs, run with no -j at all)
+                let mut variants: Vec<(Option<u32>, bool)> = match pname {
+                    "hash-serial"
+                    | "rhash"
+                    | "python-serial"
+                    | "ref-sha256-1core"
+                    | "ref-sha256-allcores" => vec![(None, false)],
+                    "ref-read-floor" => {
+                        let mut v: Vec<u32> = std::iter::once(cores)
+                            .chain(READ_FLOOR_EXTRA_JOBS)
+                            .collect();
+                        v.sort_unstable();
+                        v.dedup();
+                        v.into_iter().map(|j| (Some(j), false)).collect()
+                    }
+                    _ if scale => vec![],
+                    _ => jobs.iter().map(|&j| (Some(j), false)).collect(),
                 };
-                for j in variants {
-                    let argv: Vec<String> = match (p.name.as_str(), j) {
-                        ("hash-serial", _) => vec![p.path.clone(), name.into()],
-                        (h, Some(j)) if h.starts_with("hash-") => {
-                            vec![p.path.clone(), "-j".into(), j.to_string(), name.into()]
+                // hash-async's io modes: at the default -j only (plain hash-async, its
+                // default mode, is also raced at each -j).
+                if pname.starts_with("hash-async-") {
+                    variants.clear();
+                }
+                if parallel_hasher {
+                    variants.push((None, true));
+                }
+                for (j, default_jobs) in variants {
+                    let mut argv: Vec<String> = vec![p.path.clone()];
+                    if let Some(mode) = pname.strip_prefix("hash-async-") {
+                        argv.extend(["--io".into(), mode.into()]);
+                    }
+                    let jflag = |argv: &mut Vec<String>| {
+                        if let Some(j) = j {
+                            argv.extend(["-j".into(), j.to_string()]);
+                        }
+                    };
+                    let argv: Vec<String> = match (pname, j) {
+                        (h, _) if h.starts_with("hash-") => {
+                            jflag(&mut argv);
+                            argv.push(name.into());
+                            argv
+                        }
+                        (py, _) if python => {
+                            argv.push(script.display().to_string());
+                            argv.push(py.trim_start_matches("python-").into());
+                            jflag(&mut argv);
+                            argv.push(name.into());
+                            argv
+                        }
+                        ("ref-sha256-1core" | "ref-sha256-allcores", _) => {
+                            let threads = if pname.ends_with("1core") { 1 } else { cores };
+                            argv.extend([
+                                "ceiling".into(),
+                                "sha256".into(),
+                                "--threads".into(),
+                                threads.to_string(),
+                                "--spec".into(),
+                                spec_path.clone(),
+                            ]);
+                            argv
+                        }
+                        ("ref-read-floor", Some(j)) => {
+                            argv.extend(["read-floor".into(), "-j".into(), j.to_string()]);
+                            argv.push(name.into());
+                            argv
                         }
                         ("sha256sum", Some(j)) => {
                             // Several batches per process, so -P really runs in parallel
@@ -574,13 +795,13 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                             vec![
                                 "sh".into(),
                                 "-c".into(),
-                                format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0 -P {j} -n {per} sha256sum"),
+                                format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0r -P {j} -n {per} sha256sum"),
                             ]
                         }
                         ("b3sum", Some(j)) => vec![
                             "sh".into(),
                             "-c".into(),
-                            format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0 b3sum --num-threads {j}"),
+                            format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0r b3sum --num-threads {j}"),
                         ],
                         ("hashdeep", Some(j)) => vec![
                             "hashdeep".into(),
@@ -594,12 +815,16 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                         ("rhash", _) => vec!["rhash".into(), "--sha256".into(), "-r".into(), name.into()],
                         (other, _) => bail!("no command for {other}"),
                     };
-                    let id = match j {
-                        Some(j) => format!("{name}.{}.{}-j{j}", cache.name(), p.name),
-                        None => format!("{name}.{}.{}", cache.name(), p.name),
+                    let id = match (j, default_jobs) {
+                        (Some(j), _) => format!("{name}.{}.{}-j{j}", cache.name(), p.name),
+                        (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.name),
+                        (None, false) => format!("{name}.{}.{}", cache.name(), p.name),
                     };
                     let is_peer = p.kind != Kind::Hashrace;
                     let min_runs = match (cache, is_peer) {
+                        _ if scale => SCALE_RUNS,
+                        (Cache::Warm, _) if python => PYTHON_RUNS.0,
+                        (Cache::Cold, _) if python => PYTHON_RUNS.1,
                         (Cache::Warm, false) => runs.warm,
                         (Cache::Cold, false) => runs.cold,
                         (Cache::Warm, true) => runs.peer_warm,
@@ -607,21 +832,33 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                     };
                     let exec = exec_estimate(&p.name, j, cache, d, cores);
                     let scaled = (TARGET_TIMED_S / exec).ceil() as u32;
-                    let mut n = scaled.clamp(min_runs, min_runs * 3);
+                    // Scale, Python and ceiling runs are not multiplied: few on purpose
+                    // (minutes per run; a reference, not a competitor; no I/O, no noise).
+                    let mut n = if scale || python || pname.starts_with("ref-sha256-") {
+                        min_runs
+                    } else {
+                        scaled.clamp(min_runs, min_runs * 3)
+                    };
                     if is_peer && exec > SLOW_PEER_S {
                         n = n.min(SLOW_PEER_RUNS);
                     }
+                    if !is_peer && !scale {
+                        let cap = ((MAX_TIMED_S / exec).ceil() as u32).max(min_runs.min(5));
+                        n = n.min(cap);
+                    }
                     let per_run = exec + prepare_estimate(cache, d);
                     let warm_step = if cache == Cache::Warm {
-                        d.bytes as f64 / 5e9
+                        d.bytes as f64 / 5e9 + d.files as f64 * 10e-6
                     } else {
                         0.0
                     };
                     // Timed runs, hyperfine warm-ups, the untimed RSS run; fixed costs of
                     // starting hyperfine and the helpers.
-                    let estimate = f64::from(n + runs.warmup + 1) * per_run + warm_step + 0.5;
-                    if p.kind == Kind::Hashrace && cache == d.caches[0] {
-                        verify_estimate += exec_estimate(&p.name, j, Cache::Warm, d, cores);
+                    let estimate = ESTIMATE_FACTOR
+                        * (f64::from(n + runs.warmup + 1) * per_run + warm_step + 0.5);
+                    if verified(p) && cache == d.caches[0] {
+                        verify_estimate +=
+                            ESTIMATE_FACTOR * exec_estimate(&p.name, j, Cache::Warm, d, cores);
                     }
                     plan.benchmarks.push(PlanEntry {
                         id,
@@ -630,6 +867,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                         program: p.name.clone(),
                         kind: p.kind,
                         jobs: j,
+                        default_jobs,
                         runs: n,
                         warmup: runs.warmup,
                         command: sh_join(&argv),
@@ -701,9 +939,10 @@ pub fn write(plan: &Plan, work: &Path) -> Result<()> {
     let mut tsv = String::new();
     let total = plan.benchmarks.len();
     for (i, b) in plan.benchmarks.iter().enumerate() {
-        let label = match b.jobs {
-            Some(j) => format!("{} -j{j}", b.program),
-            None => b.program.clone(),
+        let label = match (b.jobs, b.default_jobs) {
+            (Some(j), _) => format!("{} -j{j}", b.program),
+            (None, true) => format!("{} -j default", b.program),
+            (None, false) => b.program.clone(),
         };
         let fields = [
             (i + 1).to_string(),
@@ -831,7 +1070,12 @@ mod tests {
             eviction: EvictMethod::Fadvise,
             repo: bins.to_path_buf(),
             work_parent: work.to_path_buf(),
+            python: false,
         }
+    }
+
+    fn cores() -> u32 {
+        std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
     }
 
     #[test]
@@ -839,9 +1083,18 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         fake_bins(t.path());
         let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
-        // 4 datasets × 2 caches × (4 hashers + sha256sum).
-        assert_eq!(plan.benchmarks.len(), 40);
-        let find = |id: &str| plan.benchmarks.iter().find(|b| b.id == id).unwrap();
+        // Per dataset and cache state: hash-serial, 3 parallel hashers × (-j2, default),
+        // sha256sum, the read floor at the CPU count and 64; warm also the 2 ceilings.
+        // 4 datasets × 2 caches, plus `empty` warm only.
+        let floors = if cores() == 64 { 1 } else { 2 };
+        let per = 1 + 3 * 2 + 1 + floors;
+        assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 2);
+        let find = |id: &str| {
+            plan.benchmarks
+                .iter()
+                .find(|b| b.id == id)
+                .unwrap_or_else(|| panic!("no {id}"))
+        };
         let serial = find("shards.warm.hash-serial");
         assert_eq!(
             serial.argv,
@@ -865,13 +1118,181 @@ mod tests {
         let sum = find("shards.warm.sha256sum-j2");
         assert_eq!(
             sum.command,
-            "sh -c 'find -H shards -type f -print0 | LC_ALL=C sort -z | xargs -0 -P 2 -n 8 sha256sum'"
+            "sh -c 'find -H shards -type f -print0 | LC_ALL=C sort -z | xargs -0r -P 2 -n 8 sha256sum'"
         );
-        // The default sweep (with every peer) is meant to fit in ~15 minutes here.
+
+        // Default -j: no -j flag at all, jobs null, labelled as such.
+        for h in PARALLEL_HASHERS {
+            let d = find(&format!("small.cold.{h}-jdefault"));
+            assert_eq!(d.argv[1..], ["small"]);
+            assert_eq!((d.jobs, d.default_jobs), (None, true));
+        }
+        assert!(!find("small.cold.hash-serial").default_jobs);
+
+        // References: the ceilings warm only, on the dataset's spec; the read floor warm
+        // and cold, at the CPU count and at 64 reads in flight.
+        let c1 = find("mixed.warm.ref-sha256-1core");
+        assert_eq!(c1.kind, Kind::Reference);
+        assert_eq!(c1.argv[0], "/x/hash-bench");
+        assert_eq!(c1.argv[1..5], ["ceiling", "sha256", "--threads", "1"]);
+        assert!(c1.argv[6].ends_with("datasets/mixed.json"), "{:?}", c1.argv);
+        let call = find("mixed.warm.ref-sha256-allcores");
+        assert_eq!(call.argv[4], cores().to_string());
+        assert!(!plan
+            .benchmarks
+            .iter()
+            .any(|b| b.program.starts_with("ref-sha256") && b.cache == Cache::Cold));
+        for cache in ["warm", "cold"] {
+            let f = find(&format!("small.{cache}.ref-read-floor-j64"));
+            assert_eq!(f.argv[1..], ["read-floor", "-j", "64", "small"]);
+            assert_eq!(f.jobs, Some(64));
+            find(&format!("small.{cache}.ref-read-floor-j{}", cores()));
+        }
+
+        // `empty`: warm only, said why.
+        let empty = plan
+            .datasets
+            .iter()
+            .find(|d| d.spec.name == "empty")
+            .unwrap();
+        assert_eq!(empty.caches, vec![Cache::Warm]);
+        assert!(empty.note.as_deref().unwrap().contains("no file data"));
+        find("empty.warm.hash-procs-jdefault");
+
+        // The default sweep with every peer, Python, and hash-async's two io modes: the
+        // model says ~26 minutes on 2 vCPUs (today's binaries, without io modes: ~23).
+        let bins = tempfile::tempdir().unwrap();
+        fake_bins(bins.path());
+        fake_async_with_io(bins.path());
+        let mut o = options(bins.path(), t.path(), Path::new("/w"));
+        o.peers = PeerSelection::Auto;
+        o.python = true;
+        o.repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let all = build(&o).unwrap();
+        assert!(
+            all.estimate_s < 27.0 * 60.0,
+            "estimate {:.0} s",
+            all.estimate_s
+        );
+        // Slow peers (sha256sum on `huge`, ~10 s a run) are capped.
+        let slow = all
+            .benchmarks
+            .iter()
+            .find(|b| b.id == "huge.warm.sha256sum-j2")
+            .unwrap();
+        assert_eq!(slow.runs, SLOW_PEER_RUNS);
+    }
+
+    fn fake_async_with_io(dir: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("hash-async");
+        std::fs::write(&p, "#!/bin/sh\necho '  --io <IO>  pool or uring'\nexit 0\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn async_io_modes_are_raced_only_when_listed() {
+        let t = tempfile::tempdir().unwrap();
+        fake_bins(t.path());
+        let o = options(t.path(), t.path(), Path::new("/w"));
+        let today = build(&o).unwrap();
+        assert!(!today.programs.iter().any(|p| p.name == "hash-async-pool"));
+        fake_async_with_io(t.path());
+        let plan = build(&o).unwrap();
+        let names: Vec<&str> = plan.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names[..6],
+            [
+                "hash-serial",
+                "hash-threads",
+                "hash-procs",
+                "hash-async",
+                "hash-async-pool",
+                "hash-async-uring"
+            ]
+        );
+        let find = |id: &str| plan.benchmarks.iter().find(|b| b.id == id).unwrap();
+        let bin = format!("{}/hash-async", t.path().display());
+        assert_eq!(
+            find("small.cold.hash-async-uring-jdefault").argv,
+            [bin.as_str(), "--io", "uring", "small"]
+        );
+        // The modes at the default -j only; plain hash-async at each -j too.
+        assert!(!plan
+            .benchmarks
+            .iter()
+            .any(|b| b.id == "small.cold.hash-async-uring-j2"));
+        find("small.cold.hash-async-j2");
+        assert_eq!(
+            find("small.warm.hash-async-pool-jdefault").argv,
+            [bin.as_str(), "--io", "pool", "small"]
+        );
+        assert_eq!(
+            find("small.warm.hash-async-jdefault").argv,
+            [bin.as_str(), "small"]
+        );
+    }
+
+    #[test]
+    fn python_references_when_installed() {
+        if which("python3").is_none() {
+            eprintln!("skipped: python3 is not installed");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        fake_bins(t.path());
+        let mut o = options(t.path(), t.path(), Path::new("/w"));
+        o.python = true;
+        o.repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let plan = build(&o).unwrap();
+        let find = |id: &str| plan.benchmarks.iter().find(|b| b.id == id).unwrap();
+        let serial = find("small.cold.python-serial");
+        assert_eq!(serial.kind, Kind::Reference);
+        assert!(serial.argv[1].ends_with("scripts/pyhash.py"));
+        assert_eq!(serial.argv[2..], ["serial", "small"]);
+        for s in ["threads", "procs", "asyncio"] {
+            let b = find(&format!("small.warm.python-{s}-j2"));
+            assert_eq!(b.argv[2..], [s, "-j", "2", "small"]);
+        }
+        // Checked before timing, like the hashers.
+        let py = plan
+            .programs
+            .iter()
+            .find(|p| p.name == "python-procs")
+            .unwrap();
+        assert!(verified(py));
+        o.python = false;
+        assert!(!build(&o)
+            .unwrap()
+            .programs
+            .iter()
+            .any(|p| p.name.starts_with("python")));
+    }
+
+    #[test]
+    fn scale_datasets_race_only_the_hashers_at_default_jobs() {
+        let t = tempfile::tempdir().unwrap();
+        fake_bins(t.path());
         let mut o = options(t.path(), t.path(), Path::new("/w"));
         o.peers = PeerSelection::Auto;
-        let all = build(&o).unwrap();
-        assert!(all.estimate_s < 20.0 * 60.0, "estimate {}", all.estimate_s);
+        o.datasets = Some(vec!["scale".into(), "scale2".into()]);
+        let plan = build(&o).unwrap();
+        let ids: Vec<&str> = plan.benchmarks.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "scale.warm.hash-serial",
+                "scale.warm.hash-threads-jdefault",
+                "scale.warm.hash-procs-jdefault",
+                "scale.warm.hash-async-jdefault",
+                "scale2.warm.hash-serial",
+                "scale2.warm.hash-threads-jdefault",
+                "scale2.warm.hash-procs-jdefault",
+                "scale2.warm.hash-async-jdefault",
+            ]
+        );
+        assert!(plan.benchmarks.iter().all(|b| b.runs == SCALE_RUNS));
+        assert_eq!(plan.datasets[1].files, 2_000_000);
     }
 
     #[test]

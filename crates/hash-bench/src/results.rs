@@ -21,8 +21,13 @@ use crate::spec::Spec;
 use crate::util::{mean, median, stddev};
 
 /// Version of this schema. Bump it on any incompatible change, and say what changed in
-/// `results/README.md`.
-pub const SCHEMA_VERSION: u32 = 1;
+/// `results/README.md`. Version 2 added `default_jobs` and `peak_rss_tree_kib` to each
+/// benchmark (and reference rows); [`validate`] still reads version 1 files, in which
+/// both are absent (`false`, `null`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version [`validate`] still reads.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// One sweep on one machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,8 +154,12 @@ pub struct BenchmarkResult {
     pub kind: Kind,
     /// `sha256` or `blake3`.
     pub algorithm: String,
-    /// Job count, if the program takes one.
+    /// Job count passed as `-j N` (or the reference's thread count), if any.
     pub jobs: Option<u32>,
+    /// (v2) A parallel program run with no `-j` at all, choosing its own count: `jobs`
+    /// is then `null`. `false` in v1 files (which had no such runs).
+    #[serde(default)]
+    pub default_jobs: bool,
     /// The exact command hyperfine timed (run in `settings.data_root`, `hyperfine -N`).
     pub command: String,
     /// The exact `--prepare` command run before each run (eviction / residency record).
@@ -186,6 +195,11 @@ pub struct BenchmarkResult {
     pub speedup_vs_serial: Option<f64>,
     /// Peak RSS, KiB: the largest single process (see `settings.rss_method`).
     pub peak_rss_kib: Option<u64>,
+    /// (v2) Peak RSS of the whole process tree, KiB: the sum of every process's own peak
+    /// (the parent and all its workers, sampled), at least `peak_rss_kib` (see
+    /// `settings.rss_method`). `null` in v1 files.
+    #[serde(default)]
+    pub peak_rss_tree_kib: Option<u64>,
     /// Residency of the dataset measured just before each timed run.
     pub residency: ResidencySummary,
     /// Whether the numbers are trustworthy: exit codes all 0 and residency as required.
@@ -204,8 +218,8 @@ fn close(a: f64, b: f64) -> bool {
 /// file is in; the raw exports are then required to exist.
 pub fn validate(r: &Results, raw_base: Option<&Path>) -> Result<()> {
     ensure!(
-        r.schema_version == SCHEMA_VERSION,
-        "schema_version {} (this hash-bench reads {SCHEMA_VERSION})",
+        (OLDEST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&r.schema_version),
+        "schema_version {} (this hash-bench reads {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION})",
         r.schema_version
     );
     ensure!(!r.datasets.is_empty(), "no datasets");
@@ -291,6 +305,25 @@ pub fn validate(r: &Results, raw_base: Option<&Path>) -> Result<()> {
             "{}: command missing",
             ctx()
         );
+        if r.schema_version < 2 {
+            ensure!(
+                !b.default_jobs && b.peak_rss_tree_kib.is_none(),
+                "{}: default_jobs / peak_rss_tree_kib are schema v2 fields",
+                ctx()
+            );
+        }
+        ensure!(
+            !(b.default_jobs && b.jobs.is_some()),
+            "{}: a default -j run has no job count",
+            ctx()
+        );
+        if let (Some(tree), Some(single)) = (b.peak_rss_tree_kib, b.peak_rss_kib) {
+            ensure!(
+                tree >= single,
+                "{}: tree RSS below the largest process's",
+                ctx()
+            );
+        }
         ensure!(
             b.runs >= 1 && b.times_s.len() == b.runs as usize,
             "{}: {} times for {} runs",
@@ -416,6 +449,38 @@ mod tests {
 
     fn fixture() -> Results {
         serde_json::from_str(include_str!("../tests/fixtures/results-v1.json")).unwrap()
+    }
+
+    fn fixture_v2() -> Results {
+        serde_json::from_str(include_str!("../tests/fixtures/results-v2.json")).unwrap()
+    }
+
+    #[test]
+    fn v2_fixture_is_valid_and_v2_fields_are_checked() {
+        let r = fixture_v2();
+        assert_eq!(r.schema_version, 2);
+        validate(&r, None).unwrap();
+        let d = r.benchmarks.iter().find(|b| b.default_jobs).unwrap();
+        assert_eq!(d.jobs, None);
+        assert!(r.benchmarks.iter().any(|b| b.peak_rss_tree_kib.is_some()));
+
+        let mut bad = r.clone();
+        bad.benchmarks
+            .iter_mut()
+            .find(|b| b.default_jobs)
+            .unwrap()
+            .jobs = Some(2);
+        fails(&bad, "a default -j run has no job count");
+
+        let mut bad = r.clone();
+        let b = &mut bad.benchmarks[0];
+        b.peak_rss_tree_kib = Some(b.peak_rss_kib.unwrap() - 1);
+        fails(&bad, "tree RSS below");
+
+        // v2 fields in a file that says v1.
+        let mut bad = r;
+        bad.schema_version = 1;
+        fails(&bad, "schema v2 fields");
     }
 
     fn fails(r: &Results, what: &str) {

@@ -43,7 +43,8 @@ pub struct Spec {
     pub description: String,
     /// Seed of all its bytes and sizes.
     pub seed: u64,
-    /// Groups of files, in order; file indices count across groups in this order.
+    /// Groups of files, in order; file indices count across groups in this order. None:
+    /// an empty directory.
     pub groups: Vec<Group>,
     /// SHA-256 (hex) of the dataset's manifest: the output of
     /// `find -H <name> -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum`
@@ -134,10 +135,7 @@ impl Spec {
             "dataset name {:?} must match [a-z0-9-]+",
             self.name
         );
-        ensure!(
-            !self.groups.is_empty(),
-            "a dataset needs at least one group"
-        );
+        // No groups is allowed: the dataset is an empty directory (`empty`).
         for (g, group) in self.groups.iter().enumerate() {
             ensure!(group.count > 0, "group {g}: count must be > 0");
             ensure!(group.dirs > 0, "group {g}: dirs must be > 0");

@@ -1,4 +1,5 @@
-//! Before anything is timed: every hashrace command of the plan must print, on each
+//! Before anything is timed: every hashrace command of the plan (and every Python
+//! reference command, which prints the same lines) must print, on each
 //! dataset, byte-identical output, and its SHA-256 must equal the dataset's committed
 //! manifest digest. A program that disagrees is not worth timing.
 //!
@@ -13,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::plan::{Kind, Plan};
+use crate::plan::Plan;
 use crate::util::hex;
 
 /// What verification established about one dataset.
@@ -44,11 +45,13 @@ pub fn verify(plan: &Plan, work: &Path, dataset: &str) -> Result<Verified> {
         .find(|d| d.spec.name == dataset)
         .with_context(|| format!("dataset {dataset} is not in the plan"))?;
     let mut commands: Vec<(&str, &Vec<String>)> = Vec::new();
-    for b in plan
-        .benchmarks
-        .iter()
-        .filter(|b| b.dataset == dataset && b.kind == Kind::Hashrace)
-    {
+    for b in plan.benchmarks.iter().filter(|b| {
+        b.dataset == dataset
+            && plan
+                .programs
+                .iter()
+                .any(|p| p.name == b.program && crate::plan::verified(p))
+    }) {
         if !commands.iter().any(|(c, _)| *c == b.command) {
             commands.push((&b.command, &b.argv));
         }

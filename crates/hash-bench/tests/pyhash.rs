@@ -1,0 +1,96 @@
+//! scripts/pyhash.py (the Python reference programs the harness races): each of its
+//! four strategies must print exactly what GNU `find | sort | xargs sha256sum` prints,
+//! since the harness checks them against the hashers before timing them.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pyhash.py")
+}
+
+#[test]
+fn four_strategies_print_what_gnu_sha256sum_prints() {
+    for tool in ["python3", "sha256sum", "find", "sort", "xargs"] {
+        if hash_bench::util::which(tool).is_none() {
+            eprintln!("skipped: {tool} is not installed");
+            return;
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+    let mut names: Vec<Vec<u8>> = vec![
+        b"plain".to_vec(),
+        b"with space".to_vec(),
+        b"back\\slash".to_vec(),
+        b"new\nline".to_vec(),
+        b"-dash".to_vec(),
+        b"\xffnot-utf8".to_vec(),
+        b"sub/empty".to_vec(),
+        b"sub/deeper/big".to_vec(),
+        b"B-upper".to_vec(),
+    ];
+    names.extend((0..40).map(|i| format!("sub/n{i:02}").into_bytes()));
+    for (i, n) in names.iter().enumerate() {
+        let size = match n.as_slice() {
+            b"sub/empty" => 0,
+            b"sub/deeper/big" => (3 << 20) + 5,
+            _ => i * 37,
+        };
+        let bytes: Vec<u8> = (0..size).map(|k| (k * 7 + i) as u8).collect();
+        std::fs::write(root.join(OsStr::from_bytes(n)), bytes).unwrap();
+    }
+    // Not regular files: never listed (and the FIFO never opened).
+    std::os::unix::fs::symlink("plain", root.join("link")).unwrap();
+    let fifo = std::ffi::CString::new(root.join("fifo").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+
+    let gnu = Command::new("sh")
+        .args([
+            "-c",
+            "find -H tree -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
+        ])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert!(gnu.status.success(), "{gnu:?}");
+    assert_eq!(
+        gnu.stdout.iter().filter(|&&c| c == b'\n').count(),
+        names.len()
+    );
+    for strategy in ["serial", "threads", "procs", "asyncio"] {
+        for jobs in [None, Some("3")] {
+            let mut cmd = Command::new("python3");
+            cmd.arg(script()).arg(strategy);
+            if let Some(j) = jobs {
+                cmd.args(["-j", j]);
+            }
+            let out = cmd.arg("tree").current_dir(t.path()).output().unwrap();
+            assert!(out.status.success(), "{strategy} {jobs:?}: {out:?}");
+            assert!(out.stderr.is_empty(), "{strategy}: {out:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&gnu.stdout),
+                "{strategy} -j {jobs:?}"
+            );
+            assert_eq!(out.stdout, gnu.stdout, "{strategy} -j {jobs:?}");
+        }
+    }
+    // A missing path is reported, the rest still hashed, and the exit status says so.
+    let out = Command::new("python3")
+        .arg(script())
+        .args(["threads", "nosuch", "tree/plain"])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "pyhash: nosuch: No such file or directory\n"
+    );
+    assert_eq!(out.stdout.iter().filter(|&&c| c == b'\n').count(), 1);
+}
