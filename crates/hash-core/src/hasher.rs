@@ -440,6 +440,7 @@ fn take(
     hasher: &mut Sha256,
     offset: &mut u64,
     window: crate::mapped::Window,
+    opened: &Opened,
     cancel: &AtomicBool,
 ) -> io::Result<()> {
     if cancel.load(Ordering::Relaxed) {
@@ -447,7 +448,7 @@ fn take(
     }
     hasher.update(window.bytes());
     if !window.intact() {
-        return Err(crate::mapped::shrank());
+        return Err(crate::mapped::fault_error(&opened.file, opened.size));
     }
     let len = window.bytes().len() as u64;
     *offset += len;
@@ -470,14 +471,16 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
     let free = HASHERS.load(Ordering::Relaxed).max(1) + ahead < cores();
     let mut hasher = Sha256::new();
     let mut offset = 0u64;
-    let unmappable = || io::Error::other("cannot map the file");
-    let res = take(&mut hasher, &mut offset, first, cancel).and_then(|()| {
+    let res = take(&mut hasher, &mut offset, first, opened, cancel).and_then(|()| {
         if !(free && size > 2 * AHEAD_WINDOW as u64) {
             while offset < size {
                 let len = WINDOW.min((size - offset) as usize);
-                let window = Window::map(&opened.file, offset, len).ok_or_else(unmappable)?;
+                // If a later window cannot be mapped, the rest is read below.
+                let Some(window) = Window::map(&opened.file, offset, len) else {
+                    break;
+                };
                 will_need(&opened.file, offset + len as u64, WINDOW);
-                take(&mut hasher, &mut offset, window, cancel)?;
+                take(&mut hasher, &mut offset, window, opened, cancel)?;
             }
             return Ok(());
         }
@@ -499,8 +502,11 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
                 }
             });
             while offset < size {
-                let window = rx.recv().ok().flatten().ok_or_else(unmappable)?;
-                take(&mut hasher, &mut offset, window, cancel)?;
+                // A window that could not be mapped: the rest is read below.
+                let Some(window) = rx.recv().ok().flatten() else {
+                    break;
+                };
+                take(&mut hasher, &mut offset, window, opened, cancel)?;
             }
             Ok(())
         })
@@ -509,9 +515,10 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
     if let Err(e) = res {
         return Some(Err(e));
     }
-    // Anything past the size fstat gave (a file that grew) is read, as
-    // `sha256sum` would, to a read of 0.
-    let mut tail = [0u8; 4096];
+    // The rest — past the size fstat gave (a file that grew), or after a
+    // window that could not be mapped — is read, as `sha256sum` would, to a
+    // read of 0.
+    let mut tail = [0u8; 64 * 1024];
     loop {
         match rustix::io::pread(&opened.file, &mut tail[..], offset) {
             Ok(0) => break,

@@ -56,17 +56,24 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
-    let addr = unsafe { (*info).si_addr() } as usize;
-    for slot in &SLOTS_TABLE {
+    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
+    // Only a fault on a mapped page (not a `kill -BUS`) can be ours.
+    let fault = code == libc::BUS_ADRERR || code == libc::BUS_OBJERR;
+    for slot in SLOTS_TABLE.iter().filter(|_| fault) {
         let start = slot.start.load(Ordering::Acquire);
         let len = slot.len.load(Ordering::Acquire);
-        if start != 0 && addr >= start && addr < start + len {
+        // `start` is published last and cleared first: if it changed while
+        // `len` was read, the slot was being reused and this pair is torn.
+        if start == 0 || slot.start.load(Ordering::Acquire) != start {
+            continue;
+        }
+        if addr >= start && addr < start + len {
             let page = addr & !(page_size() - 1);
             // SAFETY: [page, start + len) lies inside a mapping this module
             // made and still owns; MAP_FIXED replaces it with zero pages, so
             // the faulting access (and the rest of the window) can complete.
             // mmap is async-signal-safe.
-            unsafe {
+            let zeros = unsafe {
                 libc::mmap(
                     page as *mut libc::c_void,
                     start + len - page,
@@ -74,21 +81,30 @@ extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
                     libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
                     -1,
                     0,
-                );
+                )
+            };
+            if zeros == libc::MAP_FAILED {
+                break; // cannot repair it: die of the signal as usual
             }
             slot.faulted.store(true, Ordering::Release);
             return;
         }
     }
-    // Not ours: put the previous action back and return, so the access
-    // faults again and gets the usual treatment.
-    // SAFETY: PREVIOUS was written once, before the handler was installed.
+    // Not ours: put the previous action back (later windows then read with
+    // `pread` instead, see `Window::map`) and let it act: returning re-runs
+    // a faulting access; a sent signal is raised again.
+    INSTALLED.store(false, Ordering::Release);
+    // SAFETY: PREVIOUS was written once, before the handler was installed;
+    // sigaction, signal and raise are async-signal-safe.
     unsafe {
         let previous = std::ptr::addr_of!(PREVIOUS).read();
         match previous {
             Some(old) => libc::sigaction(libc::SIGBUS, &old, std::ptr::null_mut()),
             None => libc::signal(libc::SIGBUS, libc::SIG_DFL) as libc::c_int,
         };
+        if !fault {
+            libc::raise(libc::SIGBUS);
+        }
     }
 }
 
@@ -145,7 +161,7 @@ impl Window {
     /// `None` when mapping is not possible here (no handler, no free slot,
     /// `mmap` refused): the caller reads instead.
     pub fn map(file: &impl AsRawFd, offset: u64, len: usize) -> Option<Window> {
-        if len == 0 || !install() {
+        if len == 0 || !install() || !INSTALLED.load(Ordering::Acquire) {
             return None;
         }
         let slot = SLOTS_TABLE
@@ -212,7 +228,16 @@ pub fn will_need(file: &impl AsRawFd, offset: u64, len: usize) {
     }
 }
 
-/// The error for a file that shrank under a mapping.
-pub fn shrank() -> io::Error {
-    io::Error::other("file shrank while it was being read")
+/// The error for a window that faulted: the file shrank under it, or (its
+/// size unchanged) the disk could not supply a page.
+pub fn fault_error(file: &impl AsRawFd, expected: u64) -> io::Error {
+    // SAFETY: a zeroed stat is valid; fstat fills it for an open descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a valid out-pointer for the duration of the call.
+    let ok = unsafe { libc::fstat(file.as_raw_fd(), &mut st) } == 0;
+    if ok && (st.st_size as u64) < expected {
+        io::Error::other("file shrank while it was being read")
+    } else {
+        io::Error::from_raw_os_error(libc::EIO)
+    }
 }

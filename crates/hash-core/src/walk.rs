@@ -24,6 +24,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use walkdir::WalkDir;
@@ -186,6 +187,13 @@ struct Frame {
 /// directories opens the rest's files by full path, which is only slower).
 const DIR_FDS_KEPT: usize = 4096;
 
+/// Directory descriptors kept so far in this process (see [`DIR_FDS_KEPT`]).
+static KEPT: AtomicUsize = AtomicUsize::new(0);
+
+/// Descriptors left for everything else: files being hashed (up to 128 at
+/// once), the directories being listed, pipes, the standard streams.
+const FDS_SPARE: u64 = 512;
+
 /// The walk of a directory root without following links (`find -H`), on
 /// directory descriptors: `getdents` gives each entry's type, so only files
 /// need a `stat` (relative to their directory, for their size), and the
@@ -200,17 +208,14 @@ fn walk_physical(root: &Path, rel: usize, sizes: bool, plan: &mut Plan) {
         Err(e) => return plan.errors.push(Error::new(root, io::Error::from(e))),
     };
     let budget = dir_fd_budget();
-    let mut kept = 0usize;
     let mut stack: Vec<Frame> = Vec::new();
-    let mut push = |path: Vec<u8>, raw: Arc<OwnedFd>, plan: &mut Plan, stack: &mut Vec<Frame>| {
+    let push = |path: Vec<u8>, raw: Arc<OwnedFd>, plan: &mut Plan, stack: &mut Vec<Frame>| {
         let entries = match list(&raw, &path, plan) {
             Ok(entries) => entries,
             Err(e) => return plan.errors.push(Error::new(os_path(&path), e)),
         };
-        let fd = (kept < budget).then(|| {
-            kept += 1;
-            DirFd(Arc::clone(&raw))
-        });
+        // One budget for the whole run, over every root.
+        let fd = (KEPT.fetch_add(1, Ordering::Relaxed) < budget).then(|| DirFd(Arc::clone(&raw)));
         stack.push(Frame {
             path,
             fd,
@@ -275,9 +280,28 @@ fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
     use rustix::fs::{statat, AtFlags, Dir, FileType};
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
-    let mut reader = Dir::read_from(dir)?;
+    // A duplicate descriptor, read directly: `Dir::read_from` would reopen
+    // ".", which needs search permission that listing does not.
+    let mut reader = Dir::new(rustix::io::dup(dir)?)?;
+    let join = |name: &[u8]| {
+        let mut p = path.to_vec();
+        if !p.ends_with(b"/") {
+            p.push(b'/');
+        }
+        p.extend_from_slice(name);
+        p
+    };
     while let Some(entry) = reader.read() {
-        let entry = entry?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                // What was listed so far is still walked; the rest is lost
+                // and said so.
+                plan.errors
+                    .push(Error::new(os_path(path), io::Error::from(e)));
+                break;
+            }
+        };
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
@@ -285,8 +309,16 @@ fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
         let mut ft = entry.file_type();
         if ft == FileType::Unknown {
             // Some filesystems do not fill in d_type.
-            let st = statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)?;
-            ft = FileType::from_raw_mode(st.st_mode);
+            match statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => ft = FileType::from_raw_mode(st.st_mode),
+                // Gone since it was listed: as if never there.
+                Err(rustix::io::Errno::NOENT) => continue,
+                Err(e) => {
+                    plan.errors
+                        .push(Error::new(os_path(&join(name)), io::Error::from(e)));
+                    continue;
+                }
+            }
         }
         let mut key = name.to_vec();
         match ft {
@@ -301,13 +333,8 @@ fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
     entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     skipped.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     for (name, ft) in skipped {
-        let mut p = path.to_vec();
-        if !p.ends_with(b"/") {
-            p.push(b'/');
-        }
-        p.extend_from_slice(&name);
         plan.skipped.push(Skipped {
-            path: os_path(&p),
+            path: os_path(&join(&name)),
             kind: match ft {
                 rustix::fs::FileType::Symlink => "symlink",
                 rustix::fs::FileType::Fifo => "fifo",
@@ -334,7 +361,7 @@ fn dir_fd_budget() -> usize {
         }
     }
     let cur = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
-    DIR_FDS_KEPT.min((cur / 2) as usize)
+    DIR_FDS_KEPT.min((cur.saturating_sub(FDS_SPARE) / 2) as usize)
 }
 
 fn kind_name(ft: fs::FileType) -> &'static str {

@@ -337,6 +337,12 @@ struct Pool<'a, 's> {
     spawns_left: usize,
     remaining: usize,
     events: mpsc::Sender<Event>,
+    /// Whether the plan knows file sizes (then batches are bounded by bytes
+    /// from the start, largest files first).
+    sized: bool,
+    /// Sizes as far as known: from the plan, or looked up here when a file
+    /// would join a batch (see [`Pool::size_of`]).
+    sizes: Vec<Option<u64>>,
 }
 
 pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -377,7 +383,12 @@ pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>)
         spawns_left: workers * 4 + 4,
         remaining: jobs.len(),
         events,
+        sized: jobs.iter().any(|j| j.size > 0),
+        sizes: vec![None; jobs.len()],
     };
+    if pool.sized {
+        pool.sizes = jobs.iter().map(|j| Some(j.size)).collect();
+    }
     for _ in 0..workers {
         pool.spawn();
     }
@@ -387,6 +398,35 @@ pub(super) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>)
 }
 
 impl Pool<'_, '_> {
+    /// The size of job `id`, for batching. The walk does not `stat` (it cost
+    /// the serial phase 15 % on small files), so a file that would join a
+    /// batch beyond the first [`DEPTH`] is looked up here, relative to its
+    /// directory, while the workers hash: a batch must not take a tree's
+    /// largest files to one worker (`mixed` hashed at 1.14x `hash-serial`
+    /// when its three models, right after its config files, went together).
+    fn size_of(jobs: &[Job], sizes: &mut [Option<u64>], id: u32, held: usize) -> u64 {
+        let i = id as usize;
+        if let Some(size) = sizes[i] {
+            return size;
+        }
+        if held < DEPTH {
+            return 0; // joins anyway; nothing to decide
+        }
+        let job = &jobs[i];
+        let size = match (&job.dir, job.path.file_name()) {
+            (Some(dir), Some(name)) if !job.follow => {
+                rustix::fs::statat(&*dir.0, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| st.st_size as u64)
+                    .ok()
+            }
+            _ => std::fs::metadata(&job.path).map(|m| m.len()).ok(),
+        };
+        // Unknown (vanished, unreadable): the worker will say; batch it alone.
+        let size = size.unwrap_or(BATCH_BYTES);
+        sizes[i] = Some(size);
+        size
+    }
+
     fn event_loop(&mut self, rx: &mpsc::Receiver<Event>) -> ControlFlow<()> {
         while self.remaining > 0 {
             if self.live_workers() == 0 {
@@ -402,7 +442,7 @@ impl Pool<'_, '_> {
                         if let Some(w) = self.workers[worker].as_mut() {
                             if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
                                 w.in_flight.remove(pos);
-                                w.in_flight_bytes -= self.jobs[id as usize].size;
+                                w.in_flight_bytes -= self.sizes[id as usize].unwrap_or(0);
                             }
                             w.small = outcome.as_ref().is_ok_and(|d| d.size < ANSWER_AT_ONCE);
                         }
@@ -511,7 +551,7 @@ impl Pool<'_, '_> {
         };
         let mut sent = false;
         while let Some(&id) = self.queue.front() {
-            let size = self.jobs[id as usize].size;
+            let size = Pool::size_of(self.jobs, &mut self.sizes, id, w.in_flight.len());
             let held = w.in_flight.len();
             // A suspect (lost with a dying worker before) travels alone, so a
             // second crash points at it and at nothing else.
@@ -519,7 +559,10 @@ impl Pool<'_, '_> {
             let room = if suspect(&id) || w.in_flight.iter().any(suspect) {
                 held == 0
             } else {
-                held < DEPTH || (w.small && held < batch && w.in_flight_bytes + size <= BATCH_BYTES)
+                held < DEPTH
+                    || ((w.small || self.sized)
+                        && held < batch
+                        && w.in_flight_bytes + size <= BATCH_BYTES)
             };
             if !room {
                 break;

@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 use super::threads::MAX_READERS;
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{self, hash, new_buffer, FileDigest, Hashing, NEVER};
+use crate::hasher::{self, hash, new_buffer, FileDigest, Hashing};
 
 /// Bytes read per request.
 const BLOCK: usize = 64 * 1024;
@@ -157,10 +157,15 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
     let mut draining = false;
     let mut done = Vec::new();
     let mut plain_buf = None;
+    let mut limit = 2usize;
     loop {
-        // Give every free slot a file.
+        // Give free slots a file, up to `limit` in flight: sizes are not
+        // known before the open, and a ring that filled all its slots at
+        // once could claim every large file of a tree and hash them alone
+        // while the other rings idle. Small files raise the limit, a large
+        // one (hashed right here) lowers it again.
         loop {
-            if draining {
+            if draining || in_flight >= limit {
                 break;
             }
             let Some(&s) = free.last() else { break };
@@ -178,7 +183,14 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                 // Roots, manifest entries, `-L`: the blocking path looks before
                 // it opens, which a queued `openat` cannot.
                 let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                batch.push((i, hash(&job.request(&NEVER, None), buf)));
+                batch.push((i, hash(&job.request(&shared.stop, None), buf)));
+                if batch.len() >= BATCH || in_flight == 0 {
+                    // Deliver what is done (`| head` should not wait for the
+                    // thread's whole share of command-line files).
+                    if shared.tx.send(std::mem::take(&mut batch)).is_err() {
+                        draining = true;
+                    }
+                }
                 continue;
             }
             free.pop();
@@ -217,8 +229,14 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             for s in (0..nslots).filter(|s| !free.contains(s)) {
                 batch.push((slots[s].job, Err(io::Error::other(e.to_string()).into())));
             }
-            let _ = shared.tx.send(batch);
             std::mem::forget(slots);
+            // The files nobody has taken yet are hashed the blocking way:
+            // the other rings may have ended already.
+            let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
+            while let Some(i) = next(shared) {
+                batch.push((i, hash(&shared.jobs[i].request(&shared.stop, None), buf)));
+            }
+            let _ = shared.tx.send(batch);
             return;
         }
         done.clear();
@@ -227,7 +245,8 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             let (s, open) = ((data >> 1) as usize, data & 1 == 1);
             let slot = &mut slots[s];
             let finished = if open {
-                opened(slot, res).or_else(|| {
+                let ok = res >= 0;
+                let outcome = opened(slot, res).or_else(|| {
                     // A large file is hashed here, through mapped windows
                     // with the kernel's readahead (see `crate::mapped`):
                     // 64 KiB reads one at a time would crawl on cold data.
@@ -240,7 +259,13 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                         let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
                         Ok(hasher::hash_opened(&opened, buf, &shared.stop, None)?)
                     })
-                })
+                });
+                if ok && slot.size >= hasher::MAP_MIN {
+                    limit = 2;
+                } else {
+                    limit = (limit + 1).min(nslots);
+                }
+                outcome
             } else {
                 read(slot, res, &shared.stop)
             };
@@ -302,6 +327,11 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
     let file = unsafe { File::from_raw_fd(res) };
     match hasher::checked_file(file) {
         Ok((file, size)) => {
+            // O_NONBLOCK kept a FIFO from blocking the open; for a regular
+            // file it would only make some filesystems answer EAGAIN.
+            if let Ok(flags) = rustix::fs::fcntl_getfl(&file) {
+                let _ = rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK);
+            }
             slot.fd = Some(file.into());
             slot.size = size;
             slot.offset = 0;
@@ -313,9 +343,19 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
 }
 
 /// A read completed: hash it; `Some` when the file is done.
-fn read(slot: &mut Slot, res: i32, stop: &AtomicBool) -> Option<Outcome> {
+fn read(slot: &mut Slot, mut res: i32, stop: &AtomicBool) -> Option<Outcome> {
     if res == -libc::EINTR || res == -libc::EAGAIN {
-        return None; // ask again
+        // A filesystem without non-blocking reads (FUSE, 9p, ...) may answer
+        // EAGAIN every time: asking the ring again would spin forever, so
+        // this block is read the ordinary way.
+        let fd = slot.fd.as_ref().expect("open");
+        res = loop {
+            match rustix::io::pread(fd, &mut slot.buf[..], slot.offset) {
+                Ok(n) => break n as i32,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => break -e.raw_os_error(),
+            }
+        };
     }
     if res < 0 {
         return Some(Err(errno(res)));
