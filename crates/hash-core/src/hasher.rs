@@ -555,12 +555,27 @@ pub fn hash_opened(
     cancel: &AtomicBool,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
-    if opened.size >= MAP_MIN {
+    if opened.size >= MAP_MIN && cached(opened) {
         if let Some(res) = hash_mapped(opened, cancel) {
             return res;
         }
     }
     hash_read(opened, buf, cancel, on_block)
+}
+
+/// Whether the start of a file is in the page cache (a one-page `RWF_NOWAIT`
+/// read). Mapped windows win when the data is there; on a cold file the
+/// faults of `MAP_POPULATE` read it in smaller pieces than `read()` with the
+/// sequential readahead hint (measured: cold shards at 948 MiB/s mapped,
+/// against 1.44 GiB/s for two plain readers), so cold files are read.
+fn cached(opened: &Opened) -> bool {
+    use rustix::io::{preadv2, Errno, ReadWriteFlags};
+    let mut probe = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut probe)];
+    !matches!(
+        preadv2(&opened.file, &mut iov, 0, ReadWriteFlags::NOWAIT),
+        Err(Errno::AGAIN)
+    )
 }
 
 /// [`hash_opened`] by `read()` into `buf`.
@@ -700,6 +715,27 @@ mod tests {
                 assert_eq!(got.size, size as u64, "{how}, {size} bytes");
             }
         }
+    }
+
+    #[test]
+    fn a_cold_large_file_is_read_and_gives_the_in_memory_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cold");
+        let data = noise(3 * 1024 * 1024 + 5, 11);
+        std::fs::write(&path, &data).unwrap();
+        let f = File::open(&path).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: fadvise only reads its arguments.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let opened = open_path(&path, false).unwrap();
+        if cached(&opened) {
+            eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
+            return;
+        }
+        let got = hash_opened(&opened, &mut new_buffer(), &NEVER, None).unwrap();
+        let want: [u8; 32] = Sha256::digest(&data).into();
+        assert_eq!(got.digest, want);
+        assert_eq!(got.size, data.len() as u64);
     }
 
     #[test]
