@@ -37,7 +37,33 @@ pub const SMALL_FILE: u64 = 1024 * 1024;
 /// [`SMALL_FILE`] large is sent at once (progress should move).
 const BATCH: usize = 256;
 
-type Batch = Vec<(usize, Outcome)>;
+/// Results a worker sends the writer at once.
+pub(super) type Batch = Vec<(usize, Outcome)>;
+
+/// Feed `expected` results arriving in batches on `rx` to `sink`, setting
+/// `stop` when the sink says stop (the flag stops workers between two files
+/// and in the middle of one, so a huge file is not finished for nobody).
+///
+/// The workers hold their senders in shared state that outlives them, so the
+/// end is found by counting results, not by the channel closing.
+pub(super) fn collect(
+    rx: &mpsc::Receiver<Batch>,
+    expected: usize,
+    stop: &AtomicBool,
+    sink: &mut Sink<'_>,
+) {
+    let mut left = expected;
+    while left > 0 {
+        let Ok(batch) = rx.recv() else { return };
+        left -= batch.len();
+        for (i, outcome) in batch {
+            if let ControlFlow::Break(()) = sink(i, outcome) {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
 
 struct Shared<'a> {
     jobs: &'a [Job],
@@ -63,22 +89,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let shared = &shared;
             scope.spawn(move || work(shared, scope, Buffer::Huge(new_buffer())));
         }
-        // The threads hold their own senders (through `shared`); the loop
-        // ends when the last thread has finished and the scope's copy below
-        // is the only one left, so count results instead.
-        let mut left = jobs.len();
-        'recv: while left > 0 {
-            let Ok(batch) = rx.recv() else { break };
-            left -= batch.len();
-            for (i, outcome) in batch {
-                if let ControlFlow::Break(()) = sink(i, outcome) {
-                    // The flag stops threads between two files and in the
-                    // middle of one, so a huge file is not finished for nobody.
-                    shared.stop.store(true, Ordering::Relaxed);
-                    break 'recv;
-                }
-            }
-        }
+        collect(&rx, jobs.len(), &shared.stop, sink);
     });
 }
 

@@ -24,7 +24,6 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::ops::ControlFlow;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -34,7 +33,7 @@ use std::thread;
 use io_uring::{opcode, types, IoUring};
 use sha2::{Digest, Sha256};
 
-use super::threads::MAX_READERS;
+use super::threads::{collect, Batch, MAX_READERS};
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Hashing};
@@ -68,8 +67,6 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
-type Batch = Vec<(usize, Outcome)>;
-
 struct Shared<'a> {
     jobs: &'a [Job],
     order: Vec<usize>,
@@ -93,17 +90,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let shared = &shared;
             scope.spawn(move || ring_thread(shared, slots));
         }
-        let mut left = jobs.len();
-        'recv: while left > 0 {
-            let Ok(batch) = rx.recv() else { break };
-            left -= batch.len();
-            for (i, outcome) in batch {
-                if let ControlFlow::Break(()) = sink(i, outcome) {
-                    shared.stop.store(true, Ordering::Relaxed);
-                    break 'recv;
-                }
-            }
-        }
+        collect(&rx, jobs.len(), &shared.stop, sink);
     });
 }
 
