@@ -447,6 +447,17 @@ pub fn write_all(c: &Comparison, out: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// `hash-bench chart FILE|DIR... --out DIR`: write the SVG charts, print their paths.
+pub fn run_chart(args: &[PathBuf], out: &Path) -> Result<()> {
+    let c = crate::compare::compare_paths(args);
+    if !c.columns.is_empty() {
+        for p in write_all(&c, out)? {
+            println!("{}", p.display());
+        }
+    }
+    crate::compare::report_refused(&c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

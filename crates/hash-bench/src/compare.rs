@@ -932,7 +932,7 @@ pub enum Format {
     Json,
 }
 
-fn report_refused(c: &Comparison) -> Result<()> {
+pub fn report_refused(c: &Comparison) -> Result<()> {
     for r in &c.refused {
         eprintln!("hash-bench: {}: {}", r.file, r.problem);
     }
@@ -979,17 +979,6 @@ pub fn run_update_doc(doc: &Path, check: bool) -> Result<()> {
         eprintln!("{}: generated tables rewritten", doc.display());
     }
     Ok(())
-}
-
-/// `hash-bench chart FILE|DIR... --out DIR`: write the SVG charts, print their paths.
-pub fn run_chart(args: &[PathBuf], out: &Path) -> Result<()> {
-    let c = compare_paths(args);
-    if !c.columns.is_empty() {
-        for p in crate::chart::write_all(&c, out)? {
-            println!("{}", p.display());
-        }
-    }
-    report_refused(&c)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use hash_bench::cache::{self, EvictMethod, ResidencySample};
 use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PeerSelection, PlanOptions, Sweep};
 use hash_bench::util::{human_bytes, human_secs};
-use hash_bench::{collect, compare, machine, manifest, maxrss, refs, results, spec, verify};
+use hash_bench::{chart, collect, compare, machine, manifest, maxrss, refs, results, spec, verify};
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
 /// peak memory, machine facts, plans and results.
@@ -579,7 +579,7 @@ fn run(cli: Cli) -> Result<()> {
             Some(doc) => compare::run_update_doc(&doc, check)?,
             None => compare::run_compare(&files, format)?,
         },
-        Cmd::Chart { files, out } => compare::run_chart(&files, &out)?,
+        Cmd::Chart { files, out } => chart::run_chart(&files, &out)?,
     }
     Ok(())
 }

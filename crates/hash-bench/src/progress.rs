@@ -8,8 +8,6 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::util::human_bytes;
-
 /// Shared progress counter; see [`Progress::run`].
 #[derive(Debug)]
 pub struct Progress {
@@ -94,5 +92,20 @@ impl Progress {
             human_bytes(self.total),
             human_bytes(rate as u64)
         )
+    }
+}
+/// Human-readable byte count in binary units.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }

@@ -189,21 +189,7 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
         })
 }
 
-/// Human-readable byte count in binary units.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::progress::human_bytes;
 
 /// Human-readable duration: `42 s`, `3m05s`, `1h02m`.
 pub fn human_secs(secs: f64) -> String {

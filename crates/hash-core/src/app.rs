@@ -20,23 +20,7 @@ use crate::shard::{Shard, ShardRun};
 use crate::strategy::{procs, Job, Strategy};
 use crate::walk;
 
-/// Exit statuses shared by all binaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Exit {
-    /// Every file was hashed (or the reader closed our output early).
-    Success = 0,
-    /// Some file or directory could not be read, or output could not be written.
-    Failure = 1,
-    /// The command line was wrong (clap exits with this itself).
-    Usage = 2,
-}
-
-impl From<Exit> for ExitCode {
-    fn from(e: Exit) -> Self {
-        ExitCode::from(e as u8)
-    }
-}
+pub use crate::exit::Exit;
 
 /// Run the binary called `tool` with `strategy`.
 pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {

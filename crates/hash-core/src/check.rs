@@ -27,10 +27,10 @@ use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use crate::app::Exit;
 use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
 use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
+use crate::exit::Exit;
 use crate::output::{report_error, InOrder};
 use crate::progress::Progress;
 use crate::quote::{quote_name, quote_path};

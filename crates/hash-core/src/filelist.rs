@@ -31,10 +31,10 @@ use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::app::Exit;
 use crate::checkline::{escape_name, split_lines, unescape_name};
 use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::path_bytes;
+use crate::exit::Exit;
 use crate::output::report_error;
 use crate::strategy::Job;
 use crate::walk::Plan;

@@ -22,6 +22,7 @@ pub mod checkline;
 pub mod cli;
 pub mod error;
 pub mod escape;
+pub mod exit;
 pub mod filelist;
 pub mod generate;
 pub mod hasher;

@@ -20,10 +20,10 @@ use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::app::Exit;
 use crate::checkline::{split_lines, unescape_name};
 use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::display_path;
+use crate::exit::Exit;
 use crate::hasher::hex;
 use crate::output::{report_error, write_line, OutputOptions};
 use crate::report::unhex;
