@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hash_bench::maxrss::TreeSampler;
 use hash_bench::refs::{ceiling_buffer, BUFFER};
@@ -121,17 +121,17 @@ fn tree_sampler_sums_a_known_process_tree() {
     let alive = s.sample(sh.id());
     // Closing stdin (their shared stdin) lets both children, then the shell, finish.
     drop(sh.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = sh.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = sh.kill();
-            panic!("the process tree did not finish within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    // Wait on a thread, so the deadline is a channel timeout, not polling.
+    let pid = sh.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(sh.wait().unwrap()));
+    let status = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("the process tree did not finish within 30 s")
+        });
     assert!(status.success());
     assert_eq!(alive, 3, "sh and its two children");
     assert_eq!(s.processes(), 3);

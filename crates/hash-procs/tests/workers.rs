@@ -1,14 +1,16 @@
 //! Failure handling that only `hash-procs` has: workers that die, and a parent
-//! that dies. Workers read two test-only environment variables (see
+//! that dies. Workers read three test-only environment variables (see
 //! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_DELAY_MS` slows each file
 //! down so that a run is reliably still going when we kill something, and
-//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name. The
+//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name, and
+//! `HASHRACE_TEST_WORKER_READY` names a FIFO each worker writes its pid to once
+//! it holds work (the tests wait on it instead of sleeping). The
 //! hooks are compiled into debug builds only; under `cargo test --release`
 //! the tests that need them say so and return.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::sync::mpsc;
 
 use testenv::*;
 
@@ -30,44 +32,24 @@ fn tree(files: usize) -> Tree {
     t
 }
 
-/// Pids whose parent is `pid` (from /proc), ignoring zombies.
-fn children(pid: u32) -> Vec<u32> {
-    let mut kids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if let Some((ppid, state)) = ppid_and_state(p) {
-            if ppid == pid && state != 'Z' {
-                kids.push(p);
-            }
-        }
+/// Wait until process `pid` has exited (a pidfd becomes readable then),
+/// failing the test after [`HANG`]. A pid that is already gone counts as exited.
+fn wait_exit(what: &str, pid: u32) {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
+    if fd < 0 {
+        return; // ESRCH: already reaped
     }
-    kids
-}
-
-/// Parent pid and state of `pid`, or `None` if it is gone.
-fn ppid_and_state(pid: u32) -> Option<(u32, char)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split(' ');
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some((ppid, state))
-}
-
-fn alive(pid: u32) -> bool {
-    ppid_and_state(pid).is_some_and(|(_, s)| s != 'Z')
-}
-
-/// Wait until `cond` holds, failing the test after a generous deadline.
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < HANG, "timed out waiting for {what}");
-        sleep(Duration::from_millis(10));
-    }
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut pfd, 1, HANG.as_millis() as i32) };
+    // SAFETY: `fd` is ours and closed once.
+    unsafe { libc::close(fd) };
+    assert_eq!(ready, 1, "timed out waiting for {what} (pid {pid})");
 }
 
 fn kill(pid: u32) {
@@ -76,21 +58,41 @@ fn kill(pid: u32) {
 }
 
 /// Start `hash-procs -j N root` with each file delayed by `delay_ms`, and wait
-/// until its `n` workers exist; the walk is then over.
+/// until its `n` workers hold work.
 fn start_with_workers(root: &std::path::Path, n: usize, delay_ms: u64) -> (Child, Vec<u32>) {
+    // Each worker writes its pid to this FIFO when it starts. Opened
+    // read-write here, it never reports end-of-file between two workers.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ready");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
     let child = Command::new(BIN)
         .args(["-j", &n.to_string()])
         .arg(root)
         .env("HASHRACE_TEST_WORKER_DELAY_MS", delay_ms.to_string())
+        .env("HASHRACE_TEST_WORKER_READY", &fifo)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut workers = Vec::new();
-    wait_for("the workers", || {
-        workers = children(child.id());
-        workers.len() == n
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines().take(n) {
+            let _ = tx.send(line.unwrap().parse::<u32>().unwrap());
+        }
     });
+    let workers: Vec<u32> = (0..n)
+        .map(|_| {
+            rx.recv_timeout(HANG)
+                .expect("timed out waiting for the workers")
+        })
+        .collect();
     (child, workers)
 }
 
@@ -101,8 +103,8 @@ fn a_killed_worker_loses_nothing() {
     }
     let t = tree(40);
     let expected = reference("-H", &[t.root()]);
+    // Each worker reports once it holds files, so the victim is mid-batch.
     let (child, workers) = start_with_workers(t.root(), 2, 40);
-    sleep(Duration::from_millis(100)); // let the victim be mid-file
     kill(workers[0]);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -173,9 +175,9 @@ fn killing_the_parent_leaves_no_orphan_workers() {
     let (mut child, workers) = start_with_workers(t.root(), 2, 600_000);
     kill(child.id());
     child.wait().unwrap();
-    wait_for("the workers to die with their parent", || {
-        workers.iter().all(|&w| !alive(w))
-    });
+    for &w in &workers {
+        wait_exit("a worker to die with its parent", w);
+    }
 }
 
 #[test]

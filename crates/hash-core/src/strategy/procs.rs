@@ -79,6 +79,9 @@ const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and sleep this many milliseconds before each file.
 #[cfg(debug_assertions)]
 const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
+/// ...and write its pid to this FIFO once it holds work (tests wait on it).
+#[cfg(debug_assertions)]
+const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
 
 /// Whether this process is a worker: [`WORKER_ENV`] names our parent, and the
 /// parent runs the very same executable as we do (same inode behind
@@ -219,6 +222,8 @@ pub fn worker_main() -> ExitCode {
     );
     #[cfg(not(debug_assertions))]
     let (abort_on, delay): (Option<std::ffi::OsString>, Option<Duration>) = (None, None);
+    #[cfg(debug_assertions)]
+    let mut ready = std::env::var_os(HOOK_READY);
     // Own the descriptors directly rather than through std's locked handles.
     let (Ok(input), Ok(output)) = (
         io::stdin().as_fd().try_clone_to_owned(),
@@ -238,6 +243,14 @@ pub fn worker_main() -> ExitCode {
             Ok(None) => return ExitCode::SUCCESS,
             Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
         };
+        #[cfg(debug_assertions)]
+        if let Some(fifo) = ready.take() {
+            let pid = format!("{}\n", std::process::id());
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .open(fifo)
+                .and_then(|mut f| f.write_all(pid.as_bytes()));
+        }
         if let Some(name) = &abort_on {
             if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
                 std::process::abort();
