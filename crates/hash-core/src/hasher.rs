@@ -253,11 +253,6 @@ pub fn checked_file(file: File) -> Result<(File, u64), ErrorKind> {
     checked(file).map(|o| (o.file, o.size))
 }
 
-/// Count bytes read outside this module (for progress).
-pub fn count_read(n: usize) {
-    BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
-}
-
 fn checked(file: File) -> Result<Opened, ErrorKind> {
     use rustix::fs::FileType;
     // fstat, not std's statx(fd, "", AT_EMPTY_PATH): no empty-path lookup.
@@ -290,6 +285,41 @@ fn refuse_non_regular(meta: &std::fs::Metadata) -> Result<(), ErrorKind> {
     }
 }
 
+/// A digest being computed. Every read path feeds its bytes through here, so
+/// cancellation, the byte count and the progress counter are handled once.
+#[derive(Debug, Default)]
+pub(crate) struct Running {
+    hasher: Sha256,
+    size: u64,
+}
+
+impl Running {
+    /// Bytes hashed so far (the offset of the next read).
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Hash `bytes`, unless `cancel` is set (then `Interrupted`): nobody wants
+    /// the result of a huge file any more.
+    pub(crate) fn feed(&mut self, bytes: &[u8], cancel: &AtomicBool) -> io::Result<()> {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+        }
+        self.hasher.update(bytes);
+        self.size += bytes.len() as u64;
+        BYTES_READ.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The digest of everything fed.
+    pub(crate) fn finish(self) -> FileDigest {
+        FileDigest {
+            digest: self.hasher.finalize().into(),
+            size: self.size,
+        }
+    }
+}
+
 /// Stream everything `reader` yields through SHA-256, reusing `buf`.
 pub fn hash_reader(reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
     hash_reader_until(reader, buf, &NEVER)
@@ -302,27 +332,15 @@ pub fn hash_reader_until(
     buf: &mut [u8],
     cancel: &AtomicBool,
 ) -> io::Result<FileDigest> {
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
+    let mut run = Running::default();
     loop {
         match reader.read(buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-                }
-                hasher.update(&buf[..n]);
-                size += n as u64;
-                BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
-            }
+            Ok(0) => return Ok(run.finish()),
+            Ok(n) => run.feed(&buf[..n], cancel)?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
-    Ok(FileDigest {
-        digest: hasher.finalize().into(),
-        size,
-    })
 }
 
 /// How one file is to be hashed: everything but the buffer.
@@ -435,24 +453,17 @@ fn cores() -> usize {
 /// the hasher waits for it.
 const AHEAD_WINDOW: usize = 8 * 1024 * 1024;
 
-/// Hash one mapped window into `hasher`, moving `offset` past it.
+/// Hash one mapped window, unless pages were lost under it.
 fn take(
-    hasher: &mut Sha256,
-    offset: &mut u64,
+    run: &mut Running,
     window: crate::mapped::Window,
     opened: &Opened,
     cancel: &AtomicBool,
 ) -> io::Result<()> {
-    if cancel.load(Ordering::Relaxed) {
-        return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-    }
-    hasher.update(window.bytes());
+    run.feed(window.bytes(), cancel)?;
     if !window.intact() {
         return Err(crate::mapped::fault_error(&opened.file, opened.size));
     }
-    let len = window.bytes().len() as u64;
-    *offset += len;
-    BYTES_READ.fetch_add(len, Ordering::Relaxed);
     Ok(())
 }
 
@@ -469,18 +480,18 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
     let first = Window::map(&opened.file, 0, (size as usize).min(READ_BUF_SIZE))?;
     let ahead = AHEAD.fetch_add(1, Ordering::Relaxed);
     let free = HASHERS.load(Ordering::Relaxed).max(1) + ahead < cores();
-    let mut hasher = Sha256::new();
-    let mut offset = 0u64;
-    let res = take(&mut hasher, &mut offset, first, opened, cancel).and_then(|()| {
+    let mut run = Running::default();
+    let res = take(&mut run, first, opened, cancel).and_then(|()| {
         if !(free && size > 2 * AHEAD_WINDOW as u64) {
-            while offset < size {
+            while run.size() < size {
+                let offset = run.size();
                 let len = WINDOW.min((size - offset) as usize);
                 // If a later window cannot be mapped, the rest is read below.
                 let Some(window) = Window::map(&opened.file, offset, len) else {
                     break;
                 };
                 will_need(&opened.file, offset + len as u64, WINDOW);
-                take(&mut hasher, &mut offset, window, opened, cancel)?;
+                take(&mut run, window, opened, cancel)?;
             }
             return Ok(());
         }
@@ -488,7 +499,7 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
             // Capacity 1: one window hashed, one ready, one being mapped.
             let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
             let file = &opened.file;
-            let mut at = offset;
+            let mut at = run.size();
             scope.spawn(move || {
                 while at < size {
                     let len = AHEAD_WINDOW.min((size - at) as usize);
@@ -501,12 +512,12 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
                     at += len as u64;
                 }
             });
-            while offset < size {
+            while run.size() < size {
                 // A window that could not be mapped: the rest is read below.
                 let Some(window) = rx.recv().ok().flatten() else {
                     break;
                 };
-                take(&mut hasher, &mut offset, window, opened, cancel)?;
+                take(&mut run, window, opened, cancel)?;
             }
             Ok(())
         })
@@ -520,21 +531,17 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
     // read of 0.
     let mut tail = [0u8; 64 * 1024];
     loop {
-        match rustix::io::pread(&opened.file, &mut tail[..], offset) {
-            Ok(0) => break,
+        match rustix::io::pread(&opened.file, &mut tail[..], run.size()) {
+            Ok(0) => return Some(Ok(run.finish())),
             Ok(n) => {
-                hasher.update(&tail[..n]);
-                offset += n as u64;
-                BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+                if let Err(e) = run.feed(&tail[..n], cancel) {
+                    return Some(Err(e));
+                }
             }
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Some(Err(e.into())),
         }
     }
-    Some(Ok(FileDigest {
-        digest: hasher.finalize().into(),
-        size: offset,
-    }))
 }
 
 /// Hash an opened file: through mapped windows when it is large (see
@@ -586,10 +593,10 @@ fn hash_read(
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
     use rustix::io::{pread, preadv2, Errno, ReadWriteFlags};
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
+    let mut run = Running::default();
     let mut nowait = on_block;
     loop {
+        let size = run.size();
         let res = match nowait {
             Some(hook) => {
                 let mut iov = [io::IoSliceMut::new(buf)];
@@ -618,13 +625,8 @@ fn hash_read(
         match res {
             Ok(0) => break,
             Ok(n) => {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-                }
-                hasher.update(&buf[..n]);
-                size += n as u64;
-                BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
-                if n < buf.len() && size == opened.size {
+                run.feed(&buf[..n], cancel)?;
+                if n < buf.len() && run.size() == opened.size {
                     break;
                 }
             }
@@ -632,10 +634,7 @@ fn hash_read(
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(FileDigest {
-        digest: hasher.finalize().into(),
-        size,
-    })
+    Ok(run.finish())
 }
 
 #[cfg(test)]

@@ -31,12 +31,11 @@ use std::sync::mpsc;
 use std::thread;
 
 use io_uring::{opcode, types, IoUring};
-use sha2::{Digest, Sha256};
 
 use super::threads::{collect, Batch, MAX_READERS};
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{self, hash, new_buffer, FileDigest, Hashing};
+use crate::hasher::{self, hash, new_buffer, Hashing, Running};
 
 /// Bytes read per request.
 const BLOCK: usize = 64 * 1024;
@@ -101,8 +100,7 @@ struct Slot {
     name: CString,
     fd: Option<OwnedFd>,
     size: u64,
-    offset: u64,
-    hasher: Sha256,
+    run: Running,
     buf: Box<[u8]>,
 }
 
@@ -134,8 +132,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             name: CString::default(),
             fd: None,
             size: 0,
-            offset: 0,
-            hasher: Sha256::new(),
+            run: Running::default(),
             buf: vec![0; BLOCK].into_boxed_slice(),
         })
         .collect();
@@ -267,7 +264,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                     let fd = slot.fd.as_ref().expect("open").as_raw_fd();
                     let len = BLOCK as u32;
                     let read = opcode::Read::new(types::Fd(fd), slot.buf.as_mut_ptr(), len)
-                        .offset(slot.offset)
+                        .offset(slot.run.size())
                         .build()
                         .user_data(tag(s, false));
                     // SAFETY: the buffer belongs to the slot, which holds
@@ -321,8 +318,7 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
             }
             slot.fd = Some(file.into());
             slot.size = size;
-            slot.offset = 0;
-            slot.hasher = Sha256::new();
+            slot.run = Running::default();
             None
         }
         Err(e) => Some(Err(e)),
@@ -337,7 +333,7 @@ fn read(slot: &mut Slot, mut res: i32, stop: &AtomicBool) -> Option<Outcome> {
         // this block is read the ordinary way.
         let fd = slot.fd.as_ref().expect("open");
         res = loop {
-            match rustix::io::pread(fd, &mut slot.buf[..], slot.offset) {
+            match rustix::io::pread(fd, &mut slot.buf[..], slot.run.size()) {
                 Ok(n) => break n as i32,
                 Err(rustix::io::Errno::INTR) => continue,
                 Err(e) => break -e.raw_os_error(),
@@ -348,24 +344,13 @@ fn read(slot: &mut Slot, mut res: i32, stop: &AtomicBool) -> Option<Outcome> {
         return Some(Err(errno(res)));
     }
     let n = res as usize;
-    if n > 0 {
-        if stop.load(Ordering::Relaxed) {
-            return Some(Err(
-                io::Error::new(io::ErrorKind::Interrupted, "cancelled").into()
-            ));
-        }
-        slot.hasher.update(&slot.buf[..n]);
-        slot.offset += n as u64;
-        hasher::count_read(n);
+    if let Err(e) = slot.run.feed(&slot.buf[..n], stop) {
+        return Some(Err(e.into()));
     }
     // The end: a read of 0, or a short one that reaches the size fstat gave
     // (see `hasher::hash_opened`).
-    if n == 0 || (n < BLOCK && slot.offset == slot.size) {
-        let digest = std::mem::take(&mut slot.hasher).finalize().into();
-        return Some(Ok(FileDigest {
-            digest,
-            size: slot.offset,
-        }));
+    if n == 0 || (n < BLOCK && slot.run.size() == slot.size) {
+        return Some(Ok(std::mem::take(&mut slot.run).finish()));
     }
     None
 }
