@@ -303,19 +303,9 @@ fn decode_digest(hex: &[u8]) -> Result<[u8; 32], ParseError> {
         return Err(ParseError::BadDigest);
     }
     let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
+    // `hex` takes exactly [0-9a-fA-F] pairs, nothing else (no sign, no blank).
+    ::hex::decode_to_slice(hex, &mut out).map_err(|_| ParseError::BadDigest)?;
     Ok(out)
-}
-
-fn nibble(b: u8) -> Result<u8, ParseError> {
-    match b {
-        b'0'..=b'9' => Ok(b - b'0'),
-        b'a'..=b'f' => Ok(b - b'a' + 10),
-        b'A'..=b'F' => Ok(b - b'A' + 10),
-        _ => Err(ParseError::BadDigest),
-    }
 }
 
 /// Does this look like `WORD (`, `WORD(` or `WORD-N (`, the tag line of some

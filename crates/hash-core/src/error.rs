@@ -117,9 +117,9 @@ mod tests {
 
     #[test]
     fn io_reason_drops_the_os_error_suffix() {
-        let e = io::Error::from_raw_os_error(libc::ENOENT);
+        let e = io::Error::from(rustix::io::Errno::NOENT);
         assert_eq!(io_reason(&e), "No such file or directory");
-        let e = io::Error::from_raw_os_error(libc::EACCES);
+        let e = io::Error::from(rustix::io::Errno::ACCESS);
         assert_eq!(io_reason(&e), "Permission denied");
     }
 
@@ -133,7 +133,7 @@ mod tests {
     fn display_is_path_colon_reason() {
         let e = Error::new("dir/a b", ErrorKind::NotRegular);
         assert_eq!(e.to_string(), "'dir/a b': not a regular file");
-        let e = Error::new("x\ny", io::Error::from_raw_os_error(libc::EACCES));
+        let e = Error::new("x\ny", io::Error::from(rustix::io::Errno::ACCESS));
         assert_eq!(e.to_string(), "'x'$'\\n''y': Permission denied");
     }
 }

@@ -18,9 +18,13 @@
 //! the hash of that window is then reported as an error (the file changed
 //! while it was read) instead of crashing. A fault anywhere else is handed
 //! back to the previous handler.
+//!
+//! Mapping and unmapping go through `memmap2` (one `mmap`, one `munmap`, as
+//! before); only the handler itself needs `libc`, for `sigaction`.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::num::NonZeroU64;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Once;
 
@@ -72,18 +76,17 @@ extern "C" fn on_sigbus(_sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mu
             // SAFETY: [page, start + len) lies inside a mapping this module
             // made and still owns; MAP_FIXED replaces it with zero pages, so
             // the faulting access (and the rest of the window) can complete.
-            // mmap is async-signal-safe.
+            // rustix makes the mmap system call directly: async-signal-safe.
             let zeros = unsafe {
-                libc::mmap(
-                    page as *mut libc::c_void,
+                use rustix::mm::{mmap_anonymous, MapFlags, ProtFlags};
+                mmap_anonymous(
+                    page as *mut std::ffi::c_void,
                     start + len - page,
-                    libc::PROT_READ,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
-                    -1,
-                    0,
+                    ProtFlags::READ,
+                    MapFlags::PRIVATE | MapFlags::FIXED,
                 )
             };
-            if zeros == libc::MAP_FAILED {
+            if zeros.is_err() {
                 break; // cannot repair it: die of the signal as usual
             }
             slot.faulted.store(true, Ordering::Release);
@@ -147,14 +150,21 @@ fn install() -> bool {
 /// One mapped window of a file, registered with the `SIGBUS` handler.
 #[derive(Debug)]
 pub struct Window {
-    ptr: *mut libc::c_void,
-    len: usize,
-    slot: usize,
+    // Fields drop in this order, after `Window::drop` has unregistered the
+    // range: the mapping is unmapped before its slot is free for reuse.
+    map: memmap2::Mmap,
+    slot: Claim,
 }
 
-// SAFETY: a Window is a private read-only mapping plus a slot index; any
-// thread may read or unmap it (the reader-ahead maps, the hasher unmaps).
-unsafe impl Send for Window {}
+/// A claimed entry of [`SLOTS_TABLE`], released when dropped.
+#[derive(Debug)]
+struct Claim(usize);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        SLOTS_TABLE[self.0].taken.store(false, Ordering::Release);
+    }
+}
 
 impl Window {
     /// Map `len` bytes of `file` at `offset` (a multiple of the page size).
@@ -164,80 +174,65 @@ impl Window {
         if len == 0 || !install() || !INSTALLED.load(Ordering::Acquire) {
             return None;
         }
-        let slot = SLOTS_TABLE
-            .iter()
-            .position(|s| !s.taken.swap(true, Ordering::AcqRel))?;
-        // SAFETY: a fresh private read-only mapping of an open file; nothing
-        // else refers to the returned range, which `Drop` unmaps.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                offset as libc::off_t,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            SLOTS_TABLE[slot].taken.store(false, Ordering::Release);
-            return None;
+        let slot = Claim(
+            SLOTS_TABLE
+                .iter()
+                .position(|s| !s.taken.swap(true, Ordering::AcqRel))?,
+        );
+        // SAFETY: a fresh private read-only mapping of an open file. Another
+        // process may truncate the file while it is mapped: the SIGBUS handler
+        // above turns the lost pages into zeros and `intact` reports it, so
+        // the slice `bytes` hands out stays readable for its lifetime.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(len)
+                .populate()
+                .map_copy_read_only(file)
         }
-        let s = &SLOTS_TABLE[slot];
+        .ok()?;
+        let s = &SLOTS_TABLE[slot.0];
         s.faulted.store(false, Ordering::Release);
         s.len.store(len, Ordering::Release);
-        s.start.store(ptr as usize, Ordering::Release);
-        Some(Window { ptr, len, slot })
+        s.start.store(map.as_ptr() as usize, Ordering::Release);
+        Some(Window { map, slot })
     }
 
     /// The mapped bytes. Pages past the end of a file that shrank read as
     /// zeros; [`Window::intact`] says whether that happened.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: [ptr, ptr + len) is mapped readable for self's lifetime;
-        // the SIGBUS handler keeps it readable even if the file shrinks.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+        &self.map
     }
 
     /// Whether every byte read so far came from the file.
     pub fn intact(&self) -> bool {
-        !SLOTS_TABLE[self.slot].faulted.load(Ordering::Acquire)
+        !SLOTS_TABLE[self.slot.0].faulted.load(Ordering::Acquire)
     }
 }
 
 impl Drop for Window {
     fn drop(&mut self) {
-        let s = &SLOTS_TABLE[self.slot];
+        let s = &SLOTS_TABLE[self.slot.0];
         s.start.store(0, Ordering::Release);
         s.len.store(0, Ordering::Release);
-        // SAFETY: the range was mapped in `map` and is unmapped only here.
-        unsafe { libc::munmap(self.ptr, self.len) };
-        s.taken.store(false, Ordering::Release);
+        // Then `map` is unmapped and `slot` released (field order).
     }
 }
 
 /// Announce that `len` bytes at `offset` will be read soon (a hint).
-pub fn will_need(file: &impl AsRawFd, offset: u64, len: usize) {
-    // SAFETY: fadvise only reads its arguments; failure is harmless.
-    unsafe {
-        libc::posix_fadvise(
-            file.as_raw_fd(),
-            offset as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_WILLNEED,
-        );
-    }
+pub fn will_need(file: &impl AsFd, offset: u64, len: usize) {
+    use rustix::fs::{fadvise, Advice};
+    // A failure is harmless: it is a hint.
+    let _ = fadvise(file, offset, NonZeroU64::new(len as u64), Advice::WillNeed);
 }
 
 /// The error for a window that faulted: the file shrank under it, or (its
 /// size unchanged) the disk could not supply a page.
-pub fn fault_error(file: &impl AsRawFd, expected: u64) -> io::Error {
-    // SAFETY: a zeroed stat is valid; fstat fills it for an open descriptor.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid out-pointer for the duration of the call.
-    let ok = unsafe { libc::fstat(file.as_raw_fd(), &mut st) } == 0;
-    if ok && (st.st_size as u64) < expected {
-        io::Error::other("file shrank while it was being read")
-    } else {
-        io::Error::from_raw_os_error(libc::EIO)
+pub fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
+    match rustix::fs::fstat(file) {
+        Ok(st) if (st.st_size as u64) < expected => {
+            io::Error::other("file shrank while it was being read")
+        }
+        _ => rustix::io::Errno::IO.into(),
     }
 }

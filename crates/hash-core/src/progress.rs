@@ -1,93 +1,132 @@
 //! A progress line on stderr: bytes of the total, files, rate, ETA.
 //!
-//! Drawn by its own thread every 200 ms from counters, so the hot path pays
-//! nothing but the counter updates it makes anyway. Bytes come from two
-//! sources and the larger wins: the in-process hashers' running byte count
-//! (so one huge file still moves the bar) and the sizes of completed files (the
-//! only thing the parent of `hash-procs` workers sees). On by default only when
-//! stderr is a terminal; never drawn unless asked for otherwise, so pipes, CI
-//! and hyperfine see nothing. Messages printed while it is shown go through
-//! [`Progress::print`], which clears the line first.
+//! `indicatif` draws it: it clears and redraws the line, estimates the rate
+//! and the ETA from recent progress, and gets out of the way of other
+//! messages ([`Progress::print`]). A thread of ours moves the bar every
+//! 200 ms from counters, so the hot path pays nothing but the counter updates
+//! it makes anyway. Bytes come from two sources and the larger wins: the
+//! in-process hashers' running byte count (so one huge file still moves the
+//! bar) and the sizes of completed files (the only thing the parent of
+//! `hash-procs` workers sees).
+//!
+//! On by default only when stderr is a terminal; never drawn unless asked for
+//! otherwise, so pipes, CI and hyperfine see nothing. Forced onto a stderr
+//! that is not a terminal (`--progress`), every tick is a line of its own
+//! ([`Lines`]): a log keeps the history instead of control sequences.
 
-use std::io::{IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
 use crate::hasher::bytes_read;
 
 const TICK: Duration = Duration::from_millis(200);
 
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// The line; `percent` is indicatif's, the other keys are [`style`]'s.
+const TEMPLATE: &str = "{mib} MiB ({percent}%), {files} files, {mib_per_sec} MiB/s, ETA {left}";
+
+/// What the hashers count, sampled by the ticker.
 #[derive(Debug)]
-struct State {
+struct Counts {
     files_total: u64,
     bytes_total: u64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
     base_read: u64,
-    start: Instant,
     stop: AtomicBool,
-    /// Serialises drawing and other stderr output.
-    lock: Mutex<()>,
-    terminal: bool,
+}
+
+impl Counts {
+    fn bytes(&self) -> u64 {
+        let streamed = bytes_read() - self.base_read;
+        streamed
+            .max(self.bytes_done.load(Ordering::Relaxed))
+            .min(self.bytes_total.max(1))
+    }
 }
 
 /// A running progress display.
 #[derive(Debug)]
 pub struct Progress {
-    state: Arc<State>,
+    bar: ProgressBar,
+    counts: Arc<Counts>,
+    terminal: bool,
     ticker: Option<JoinHandle<()>>,
 }
 
 /// Whether to show progress: `--progress`/`--no-progress` force it, otherwise
 /// only when stderr is a terminal.
 pub fn wanted(forced: Option<bool>) -> bool {
-    forced.unwrap_or_else(|| std::io::stderr().is_terminal())
+    forced.unwrap_or_else(|| io::stderr().is_terminal())
 }
 
 impl Progress {
     /// Start drawing progress towards `files_total` files of `bytes_total` bytes.
     pub fn start(files_total: u64, bytes_total: u64) -> Progress {
-        let state = Arc::new(State {
+        let terminal = io::stderr().is_terminal();
+        let target = if terminal {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(io::stderr()))))
+        };
+        let mut p = Progress::on(target, terminal, files_total, bytes_total);
+        let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
+        p.ticker = Some(std::thread::spawn(move || {
+            while !counts.stop.load(Ordering::Relaxed) {
+                std::thread::park_timeout(TICK);
+                if !counts.stop.load(Ordering::Relaxed) {
+                    bar.set_position(counts.bytes()); // and draw
+                }
+            }
+        }));
+        p
+    }
+
+    /// The display, not yet moving: [`Progress::start`] adds the ticker.
+    fn on(
+        target: ProgressDrawTarget,
+        terminal: bool,
+        files_total: u64,
+        bytes_total: u64,
+    ) -> Progress {
+        let counts = Arc::new(Counts {
             files_total,
             bytes_total,
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             base_read: bytes_read(),
-            start: Instant::now(),
             stop: AtomicBool::new(false),
-            lock: Mutex::new(()),
-            terminal: std::io::stderr().is_terminal(),
         });
-        let ticker = {
-            let state = Arc::clone(&state);
-            std::thread::spawn(move || {
-                while !state.stop.load(Ordering::Relaxed) {
-                    std::thread::park_timeout(TICK);
-                    if !state.stop.load(Ordering::Relaxed) {
-                        state.draw();
-                    }
-                }
-            })
-        };
+        let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
+            .with_style(style(Arc::clone(&counts)));
         Progress {
-            state,
-            ticker: Some(ticker),
+            bar,
+            counts,
+            terminal,
+            ticker: None,
         }
     }
 
     /// One more file finished (hashed or failed), of `size` bytes.
     pub fn file_done(&self, size: u64) {
-        self.state.files_done.fetch_add(1, Ordering::Relaxed);
-        self.state.bytes_done.fetch_add(size, Ordering::Relaxed);
+        self.counts.files_done.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes_done.fetch_add(size, Ordering::Relaxed);
     }
 
     /// Run `f` (which writes to stderr) with the progress line out of the way.
+    /// Off a terminal the line is already out of the way: each is whole.
     pub fn print<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.state.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.state.clear();
-        f()
+        if self.terminal {
+            self.bar.suspend(f)
+        } else {
+            f()
+        }
     }
 
     /// Stop drawing and clear the line.
@@ -96,12 +135,13 @@ impl Progress {
     }
 
     fn stop(&mut self) {
-        self.state.stop.store(true, Ordering::Relaxed);
+        self.counts.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.ticker.take() {
             t.thread().unpark();
             let _ = t.join();
-            let _guard = self.state.lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.state.clear();
+        }
+        if !self.bar.is_finished() {
+            self.bar.finish_and_clear();
         }
     }
 }
@@ -112,67 +152,120 @@ impl Drop for Progress {
     }
 }
 
-impl State {
-    fn bytes(&self) -> u64 {
-        let streamed = bytes_read() - self.base_read;
-        streamed
-            .max(self.bytes_done.load(Ordering::Relaxed))
-            .min(self.bytes_total.max(1))
-    }
+/// The style of the line: [`TEMPLATE`] and its keys.
+fn style(counts: Arc<Counts>) -> ProgressStyle {
+    ProgressStyle::with_template(TEMPLATE)
+        .expect("the template parses")
+        .with_key("mib", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&mib_of(s.pos(), s.len().unwrap_or(0)));
+        })
+        .with_key(
+            "files",
+            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let done = counts.files_done.load(Ordering::Relaxed);
+                let _ = write!(w, "{done}/{}", counts.files_total);
+            },
+        )
+        .with_key(
+            "mib_per_sec",
+            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1}", s.per_sec() / MIB);
+            },
+        )
+        .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&left(s.per_sec(), s.eta()));
+        })
+}
 
-    fn draw(&self) {
-        let line = render(
-            self.bytes(),
-            self.bytes_total,
-            self.files_done.load(Ordering::Relaxed),
-            self.files_total,
-            self.start.elapsed(),
-        );
-        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let mut err = std::io::stderr().lock();
-        let _ = if self.terminal {
-            write!(err, "\r\x1b[K{line}")
-        } else {
-            writeln!(err, "{line}")
-        };
-        let _ = err.flush();
-    }
+/// `done/total` in MiB.
+fn mib_of(bytes: u64, total: u64) -> String {
+    format!("{:.1}/{:.1}", bytes as f64 / MIB, total as f64 / MIB)
+}
 
-    fn clear(&self) {
-        if self.terminal {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
-        }
+/// The ETA as `m:ss`, or `--:--` while nothing has moved.
+fn left(rate: f64, eta: Duration) -> String {
+    if rate > 0.0 {
+        let s = eta.as_secs();
+        format!("{}:{:02}", s / 60, s % 60)
+    } else {
+        "--:--".to_owned()
     }
 }
 
-/// The progress line's text.
-pub fn render(
-    bytes: u64,
-    bytes_total: u64,
-    files: u64,
-    files_total: u64,
-    elapsed: Duration,
-) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
-    let secs = elapsed.as_secs_f64().max(1e-3);
-    let rate = bytes as f64 / secs;
-    let pct = if bytes_total == 0 {
-        100.0
-    } else {
-        100.0 * bytes as f64 / bytes_total as f64
-    };
-    let eta = if rate > 0.0 {
-        let left = bytes_total.saturating_sub(bytes) as f64 / rate;
-        format!("{}:{:02}", (left as u64) / 60, (left as u64) % 60)
-    } else {
-        "--:--".to_owned()
-    };
-    format!(
-        "{:.1}/{:.1} MiB ({pct:.0}%), {files}/{files_total} files, {:.1} MiB/s, ETA {eta}",
-        bytes as f64 / MIB,
-        bytes_total as f64 / MIB,
-        rate / MIB,
-    )
+/// indicatif's terminal for a stderr that is not one: each frame it draws
+/// becomes one line (no cursor movement, no padding, nothing for a clear).
+struct Lines {
+    frame: Mutex<String>,
+    sink: Mutex<Box<dyn Write + Send>>,
+}
+
+impl Lines {
+    fn new(sink: Box<dyn Write + Send>) -> Lines {
+        Lines {
+            frame: Mutex::new(String::new()),
+            sink: Mutex::new(sink),
+        }
+    }
+
+    fn frame(&self) -> std::sync::MutexGuard<'_, String> {
+        self.frame.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lines").finish_non_exhaustive()
+    }
+}
+
+impl TermLike for Lines {
+    fn width(&self) -> u16 {
+        // Wide enough for the line; indicatif pads to it (trimmed in `flush`).
+        240
+    }
+
+    fn move_cursor_up(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_down(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_right(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn move_cursor_left(&self, _: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn write_line(&self, s: &str) -> io::Result<()> {
+        self.frame().push_str(s);
+        self.flush()
+    }
+
+    fn write_str(&self, s: &str) -> io::Result<()> {
+        self.frame().push_str(s);
+        Ok(())
+    }
+
+    fn clear_line(&self) -> io::Result<()> {
+        self.frame().clear();
+        Ok(())
+    }
+
+    /// Write the frame as one line, in one `write` (whole even when other
+    /// threads print to stderr meanwhile).
+    fn flush(&self) -> io::Result<()> {
+        let line = std::mem::take(&mut *self.frame());
+        let line = line.trim_end_matches(' ');
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        if !line.is_empty() {
+            sink.write_all(format!("{line}\n").as_bytes())?;
+        }
+        sink.flush()
+    }
 }
 
 #[cfg(test)]
@@ -180,18 +273,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn render_shows_share_rate_and_eta() {
-        let line = render(512 << 20, 1024 << 20, 3, 10, Duration::from_secs(2));
-        assert_eq!(
-            line,
-            "512.0/1024.0 MiB (50%), 3/10 files, 256.0 MiB/s, ETA 0:02"
-        );
+    fn mib_and_eta_keys() {
+        assert_eq!(mib_of(512 << 20, 1024 << 20), "512.0/1024.0");
+        assert_eq!(mib_of(0, 0), "0.0/0.0");
+        assert_eq!(left(1.0, Duration::from_secs(2)), "0:02");
+        assert_eq!(left(1.0, Duration::from_secs(61 * 60 + 5)), "61:05");
+        assert_eq!(left(0.0, Duration::ZERO), "--:--");
+    }
+
+    /// A sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]
-    fn render_survives_empty_totals_and_no_progress() {
-        let line = render(0, 0, 0, 0, Duration::ZERO);
-        assert_eq!(line, "0.0/0.0 MiB (100%), 0/0 files, 0.0 MiB/s, ETA --:--");
+    fn off_a_terminal_each_frame_is_one_line_and_finish_adds_none() {
+        let sink = Shared::default();
+        let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
+        let p = Progress::on(target, false, 10, 1024 << 20);
+        for _ in 0..3 {
+            p.file_done(0);
+        }
+        p.counts.bytes_done.store(512 << 20, Ordering::Relaxed);
+        // What a tick does, twice (no ticker runs here).
+        p.bar.set_position(p.counts.bytes());
+        p.bar.set_position(p.counts.bytes());
+        p.finish();
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(!lines.is_empty(), "{text:?}");
+        for line in &lines {
+            // The rate and ETA are indicatif's estimate: only their shape is known.
+            let (head, tail) = line.split_at(line.find(" MiB/s, ETA ").expect(line));
+            assert!(
+                head.starts_with("512.0/1024.0 MiB (50%), 3/10 files, "),
+                "{line:?}"
+            );
+            assert!(head.rsplit(' ').next().unwrap().parse::<f64>().is_ok());
+            let eta = &tail[" MiB/s, ETA ".len()..];
+            assert!(eta == "--:--" || eta.contains(':'), "{line:?}");
+        }
+        assert!(text.ends_with('\n') && !text.contains('\r') && !text.contains('\x1b'));
     }
 
     #[test]
