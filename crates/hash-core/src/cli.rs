@@ -2,7 +2,7 @@
 //!
 //! Each binary gets the same options from [`CommonArgs`]; the three parallel
 //! ones add [`JobsArgs`]. Parsing ends in a resolved [`Config`] (defaults
-//! applied, job count known), so nothing past this module looks at raw
+//! applied, worker count known), so nothing past this module looks at raw
 //! arguments. The binary's own name is filled in at run time, since the derive
 //! lives in this library crate.
 
@@ -112,12 +112,13 @@ pub struct CheckArgs {
     pub ignore_missing: bool,
 }
 
-/// The worker-count option of the parallel binaries.
+/// The worker-count option of the parallel binaries (`-j/--jobs`, as in
+/// make and xargs; in the code the count is always called `workers`).
 #[derive(Debug, Args)]
 pub struct JobsArgs {
     /// Number of workers (threads, processes, or files in flight) [default: CPUs available].
-    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub workers: Option<u32>,
 }
 
 /// `hash-async`'s choice of I/O.
@@ -187,8 +188,8 @@ pub struct Config {
     pub stats: bool,
     /// `--progress` (Some(true)), `--no-progress` (Some(false)), or decide by terminal.
     pub progress: Option<bool>,
-    /// Workers to use (1 for `hash-serial`).
-    pub jobs: usize,
+    /// Workers to use (`-j`; 1 for `hash-serial`).
+    pub workers: usize,
     /// `hash-async`'s I/O mode.
     pub io: IoMode,
     /// Hash or check.
@@ -266,19 +267,22 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
         if strategy == Strategy::Async {
             let cli = AsyncCli::from_arg_matches(m)?;
-            let jobs = cli.jobs.jobs.map_or_else(default_jobs, |j| j as usize);
+            let workers = cli
+                .jobs
+                .workers
+                .map_or_else(default_workers, |j| j as usize);
             Ok(Config {
                 io: cli.io.io,
-                ..resolve(cli.common, jobs)
+                ..resolve(cli.common, workers)
             })
         } else if strategy.is_parallel() {
             let cli = ParallelCli::from_arg_matches(m)?;
-            let jobs = cli
+            let workers = cli
                 .jobs
-                .jobs
+                .workers
                 .map(|j| j as usize)
-                .unwrap_or_else(default_jobs);
-            Ok(resolve(cli.common, jobs))
+                .unwrap_or_else(default_workers);
+            Ok(resolve(cli.common, workers))
         } else {
             Ok(resolve(SerialCli::from_arg_matches(m)?.common, 1))
         }
@@ -286,7 +290,7 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     from(&matches).unwrap_or_else(|e| e.exit())
 }
 
-fn resolve(common: CommonArgs, jobs: usize) -> Config {
+fn resolve(common: CommonArgs, workers: usize) -> Config {
     let c = &common.check;
     let mode = if c.check {
         Mode::Check(CheckOptions {
@@ -322,7 +326,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         follow: common.follow,
         stats: common.stats,
         progress,
-        jobs,
+        workers,
         io: IoMode::default(),
         mode,
         scale: common.scale.into(),
@@ -330,7 +334,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
 }
 
 /// The number of CPUs this process may use.
-pub fn default_jobs() -> usize {
+pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -363,7 +367,7 @@ mod tests {
             .try_get_matches_from(["x", "-j", "3", "-L", "d", "e"])
             .unwrap();
         let cli = ParallelCli::from_arg_matches(&m).unwrap();
-        assert_eq!(cli.jobs.jobs, Some(3));
+        assert_eq!(cli.jobs.workers, Some(3));
         assert!(cli.common.follow);
         assert_eq!(cli.common.paths, [PathBuf::from("d"), PathBuf::from("e")]);
     }

@@ -43,7 +43,7 @@ enum Msg {
     Blocked,
 }
 
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
@@ -51,19 +51,19 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
         .max_blocking_threads(MAX_READERS)
         .build()
         .expect("cannot start the tokio runtime");
-    let jobs: Arc<[Job]> = jobs.into();
+    let files: Arc<[Job]> = files.into();
     let stop = Arc::new(AtomicBool::new(false));
     // Hashing workers' buffers; extra readers get small ones (see threads).
     let bufs: Arc<Mutex<Vec<Buffer>>> = Arc::new(Mutex::new(
         (0..workers).map(|_| Buffer::Huge(new_buffer())).collect(),
     ));
-    let order: Arc<[usize]> = largest_first(&jobs).into();
+    let order: Arc<[usize]> = largest_first(&files).into();
     let cursor = Arc::new(AtomicUsize::new(0));
     let stopped = runtime.block_on(async {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let more = || cursor.load(Ordering::Relaxed) < order.len();
         let spawn = || {
-            let (tx, jobs, stop, bufs) = (tx.clone(), jobs.clone(), stop.clone(), bufs.clone());
+            let (tx, files, stop, bufs) = (tx.clone(), files.clone(), stop.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
                 let _hashing = Hashing::start(1);
@@ -77,7 +77,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
                     let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let job = &jobs[i];
+                    let job = &files[i];
                     let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
                     let outcome = hash(&job.request(&stop, on_block), &mut buf);
                     bytes += outcome.as_ref().map_or(0, |d| d.size);
@@ -89,11 +89,11 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             });
         };
         let mut in_flight = 0usize;
-        while in_flight < workers && in_flight < jobs.len() {
+        while in_flight < workers && in_flight < files.len() {
             spawn();
             in_flight += 1;
         }
-        let mut pending = jobs.len();
+        let mut pending = files.len();
         while pending > 0 {
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {

@@ -44,7 +44,7 @@ pub struct Job {
     pub dir: Option<DirFd>,
 }
 
-/// An open directory, shared by the jobs walked in it.
+/// An open directory, shared by the files walked in it.
 #[derive(Debug, Clone)]
 pub struct DirFd(pub Arc<OwnedFd>);
 
@@ -146,11 +146,11 @@ impl Strategy {
         self != Strategy::Serial
     }
 
-    /// The workers a run of `jobs` files really uses when `requested` are asked
+    /// The workers a run over `files` files really uses when `requested` are asked
     /// for: never more than the files, at least one, one for `Serial`.
-    pub fn workers(self, requested: usize, jobs: usize) -> usize {
+    pub fn workers(self, requested: usize, files: usize) -> usize {
         if self.is_parallel() {
-            requested.clamp(1, jobs.max(1))
+            requested.clamp(1, files.max(1))
         } else {
             1
         }
@@ -159,8 +159,8 @@ impl Strategy {
     /// Hash every job, reporting each outcome to `sink` (see the module doc).
     /// `tool` names the program in the rare notices a strategy prints itself
     /// (a worker process that died); `workers` is ignored by `Serial`.
-    pub fn run(self, tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
-        self.run_with(tool, jobs, workers, IoMode::default(), sink);
+    pub fn run(self, tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+        self.run_with(tool, files, workers, IoMode::default(), sink);
     }
 
     /// [`Strategy::run`] with `hash-async`'s I/O mode (ignored by the
@@ -169,28 +169,28 @@ impl Strategy {
     pub fn run_with(
         self,
         tool: &str,
-        jobs: &[Job],
+        files: &[Job],
         workers: usize,
         io: IoMode,
         sink: &mut Sink<'_>,
     ) -> Option<String> {
-        let workers = self.workers(workers, jobs.len());
+        let workers = self.workers(workers, files.len());
         match self {
-            Strategy::Serial => serial::run(jobs, sink),
-            Strategy::Threads => threads::run(jobs, workers, sink),
-            Strategy::Procs => procs::run(tool, jobs, workers, sink),
+            Strategy::Serial => serial::run(files, sink),
+            Strategy::Threads => threads::run(files, workers, sink),
+            Strategy::Procs => procs::run(tool, files, workers, sink),
             Strategy::Async => {
                 if io == IoMode::Pool {
-                    asynch::run(jobs, workers, sink);
+                    asynch::run(files, workers, sink);
                     return Some("pool".into());
                 }
                 return Some(match uring::available() {
                     Ok(()) => {
-                        uring::run(jobs, workers, sink);
+                        uring::run(files, workers, sink);
                         "io_uring".into()
                     }
                     Err(why) => {
-                        asynch::run(jobs, workers, sink);
+                        asynch::run(files, workers, sink);
                         format!("pool (io_uring unavailable: {why})")
                     }
                 });
@@ -201,9 +201,9 @@ impl Strategy {
 }
 
 /// Job indices, largest file first (ties in planned order, for determinism).
-pub(crate) fn largest_first(jobs: &[Job]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by(|&a, &b| jobs[b].size.cmp(&jobs[a].size).then(a.cmp(&b)));
+pub(crate) fn largest_first(files: &[Job]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| files[b].size.cmp(&files[a].size).then(a.cmp(&b)));
     order
 }
 
@@ -216,13 +216,13 @@ mod tests {
     }
 
     /// Run an in-process strategy and collect outcomes by job index.
-    fn collect(s: Strategy, jobs: &[Job], workers: usize) -> Vec<Outcome> {
-        collect_io(s, IoMode::default(), jobs, workers)
+    fn collect(s: Strategy, files: &[Job], workers: usize) -> Vec<Outcome> {
+        collect_io(s, IoMode::default(), files, workers)
     }
 
-    fn collect_io(s: Strategy, io: IoMode, jobs: &[Job], workers: usize) -> Vec<Outcome> {
-        let mut got: Vec<Option<Outcome>> = (0..jobs.len()).map(|_| None).collect();
-        s.run_with("test", jobs, workers, io, &mut |i, o| {
+    fn collect_io(s: Strategy, io: IoMode, files: &[Job], workers: usize) -> Vec<Outcome> {
+        let mut got: Vec<Option<Outcome>> = (0..files.len()).map(|_| None).collect();
+        s.run_with("test", files, workers, io, &mut |i, o| {
             assert!(got[i].is_none(), "job {i} reported twice");
             got[i] = Some(o);
             ControlFlow::Continue(())
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn largest_first_is_stable_for_ties() {
-        let jobs = [job(1), job(5), job(1), job(9)];
-        assert_eq!(largest_first(&jobs), [3, 1, 0, 2]);
+        let files = [job(1), job(5), job(1), job(9)];
+        assert_eq!(largest_first(&files), [3, 1, 0, 2]);
     }
 }

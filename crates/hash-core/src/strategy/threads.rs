@@ -66,7 +66,7 @@ pub(super) fn collect(
 }
 
 struct Shared<'a> {
-    jobs: &'a [Job],
+    files: &'a [Job],
     order: Vec<usize>,
     cursor: AtomicUsize,
     stop: AtomicBool,
@@ -74,11 +74,11 @@ struct Shared<'a> {
     tx: mpsc::Sender<Batch>,
 }
 
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
     let shared = Shared {
-        jobs,
-        order: largest_first(jobs),
+        files,
+        order: largest_first(files),
         cursor: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         readers: AtomicUsize::new(workers),
@@ -89,7 +89,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let shared = &shared;
             scope.spawn(move || work(shared, scope, Buffer::Huge(new_buffer())));
         }
-        collect(&rx, jobs.len(), &shared.stop, sink);
+        collect(&rx, files.len(), &shared.stop, sink);
     });
 }
 
@@ -116,7 +116,7 @@ fn work<'s, 'e>(shared: &'s Shared<'e>, scope: &'s Scope<'s, 'e>, mut buf: Buffe
         else {
             break;
         };
-        let job = &shared.jobs[i];
+        let job = &shared.files[i];
         let small = job.size < SMALL_FILE;
         let on_block: Option<&dyn Fn()> = if small { Some(&grow) } else { None };
         batch.push((i, hash(&job.request(&shared.stop, on_block), &mut buf)));

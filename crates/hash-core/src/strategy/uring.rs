@@ -67,18 +67,18 @@ pub fn available() -> Result<(), String> {
 }
 
 struct Shared<'a> {
-    jobs: &'a [Job],
+    files: &'a [Job],
     order: Vec<usize>,
     cursor: AtomicUsize,
     stop: AtomicBool,
     tx: mpsc::Sender<Batch>,
 }
 
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
     let shared = Shared {
-        jobs,
-        order: largest_first(jobs),
+        files,
+        order: largest_first(files),
         cursor: AtomicUsize::new(0),
         stop: AtomicBool::new(false),
         tx,
@@ -89,7 +89,7 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let shared = &shared;
             scope.spawn(move || ring_thread(shared, slots));
         }
-        collect(&rx, jobs.len(), &shared.stop, sink);
+        collect(&rx, files.len(), &shared.stop, sink);
     });
 }
 
@@ -119,7 +119,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             // ran out): hash this thread's share the blocking way.
             let mut buf = new_buffer();
             while let Some(i) = next(shared) {
-                let outcome = hash(&shared.jobs[i].request(&shared.stop, None), &mut buf);
+                let outcome = hash(&shared.files[i].request(&shared.stop, None), &mut buf);
                 batch.push((i, outcome));
             }
             let _ = shared.tx.send(batch);
@@ -154,7 +154,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             }
             let Some(&s) = free.last() else { break };
             let Some(i) = next(shared) else { break };
-            let job = &shared.jobs[i];
+            let job = &shared.files[i];
             let dir = job.dir.as_ref().map(|d| d.0.as_raw_fd());
             let name = match (dir, job.path.file_name()) {
                 (Some(_), Some(name)) if !job.follow => name.as_bytes(),
@@ -218,7 +218,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             // the other rings may have ended already.
             let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
             while let Some(i) = next(shared) {
-                batch.push((i, hash(&shared.jobs[i].request(&shared.stop, None), buf)));
+                batch.push((i, hash(&shared.files[i].request(&shared.stop, None), buf)));
             }
             let _ = shared.tx.send(batch);
             return;

@@ -47,7 +47,7 @@ struct Worker {
 struct Pool<'a, 's> {
     tool: &'a str,
     exe: PathBuf,
-    jobs: &'a [Job],
+    files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
     attempts: Vec<u8>,
@@ -63,8 +63,8 @@ struct Pool<'a, 's> {
     sizes: Vec<Option<u64>>,
 }
 
-pub(in crate::strategy) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
-    if jobs.is_empty() {
+pub(in crate::strategy) fn run(tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+    if files.is_empty() {
         return;
     }
     // /proc/self/exe stays this very binary even if the file is replaced
@@ -78,7 +78,7 @@ pub(in crate::strategy) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &
         Ok(exe) => exe,
         Err(e) => {
             let why = format!("cannot find own executable to start workers: {e}");
-            for i in 0..jobs.len() {
+            for i in 0..files.len() {
                 if sink(i, Err(ErrorKind::WorkerDied(why.clone()))).is_break() {
                     return;
                 }
@@ -86,26 +86,26 @@ pub(in crate::strategy) fn run(tool: &str, jobs: &[Job], workers: usize, sink: &
             return;
         }
     };
-    assert!(jobs.len() <= u32::MAX as usize, "more than 2^32 files");
+    assert!(files.len() <= u32::MAX as usize, "more than 2^32 files");
     let (events, rx) = mpsc::channel();
     let mut pool = Pool {
         tool,
         exe,
-        jobs,
+        files,
         sink,
-        queue: largest_first(jobs).into_iter().map(|i| i as u32).collect(),
-        attempts: vec![0; jobs.len()],
+        queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
+        attempts: vec![0; files.len()],
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers
         // die on start-up must not respawn forever.
         spawns_left: workers * 4 + 4,
-        remaining: jobs.len(),
+        remaining: files.len(),
         events,
-        sized: jobs.iter().any(|j| j.size > 0),
-        sizes: vec![None; jobs.len()],
+        sized: files.iter().any(|j| j.size > 0),
+        sizes: vec![None; files.len()],
     };
     if pool.sized {
-        pool.sizes = jobs.iter().map(|j| Some(j.size)).collect();
+        pool.sizes = files.iter().map(|j| Some(j.size)).collect();
     }
     for _ in 0..workers {
         pool.spawn();
@@ -122,7 +122,7 @@ impl Pool<'_, '_> {
     /// directory, while the workers hash: a batch must not take a tree's
     /// largest files to one worker (`mixed` hashed at 1.14x `hash-serial`
     /// when its three models, right after its config files, went together).
-    fn size_of(jobs: &[Job], sizes: &mut [Option<u64>], id: u32, held: usize) -> u64 {
+    fn size_of(files: &[Job], sizes: &mut [Option<u64>], id: u32, held: usize) -> u64 {
         let i = id as usize;
         if let Some(size) = sizes[i] {
             return size;
@@ -130,7 +130,7 @@ impl Pool<'_, '_> {
         if held < DEPTH {
             return 0; // joins anyway; nothing to decide
         }
-        let job = &jobs[i];
+        let job = &files[i];
         let size = match (&job.dir, job.path.file_name()) {
             (Some(dir), Some(name)) if !job.follow => {
                 rustix::fs::statat(&*dir.0, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
@@ -269,7 +269,7 @@ impl Pool<'_, '_> {
         };
         let mut sent = false;
         while let Some(&id) = self.queue.front() {
-            let size = Pool::size_of(self.jobs, &mut self.sizes, id, w.in_flight.len());
+            let size = Pool::size_of(self.files, &mut self.sizes, id, w.in_flight.len());
             let held = w.in_flight.len();
             // A suspect (lost with a dying worker before) travels alone, so a
             // second crash points at it and at nothing else.
@@ -285,7 +285,7 @@ impl Pool<'_, '_> {
             if !room {
                 break;
             }
-            if write_request(stdin, id, &self.jobs[id as usize]).is_err() {
+            if write_request(stdin, id, &self.files[id as usize]).is_err() {
                 // The worker is dying; its reader will report it gone.
                 return;
             }
