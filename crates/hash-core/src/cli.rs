@@ -116,7 +116,8 @@ pub struct CheckArgs {
 /// make and xargs; in the code the count is always called `workers`).
 #[derive(Debug, Args)]
 pub struct JobsArgs {
-    /// Number of workers (threads, processes, or files in flight) [default: CPUs available].
+    /// Number of workers [default: CPUs available].
+    // (`command` replaces this with what a worker is for the binary at hand.)
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: Option<u32>,
 }
@@ -198,17 +199,6 @@ pub struct Config {
     pub scale: crate::shard::Scale,
 }
 
-fn about(strategy: Strategy) -> &'static str {
-    match strategy {
-        Strategy::Serial => "SHA-256 of every regular file under PATHs, one file after another.",
-        Strategy::Threads => "SHA-256 of every regular file under PATHs, on a pool of threads.",
-        Strategy::Procs => {
-            "SHA-256 of every regular file under PATHs, on a pool of worker processes."
-        }
-        Strategy::Async => "SHA-256 of every regular file under PATHs, on a tokio runtime.",
-    }
-}
-
 fn examples(tool: &str, strategy: Strategy) -> String {
     let jobs = if strategy.is_parallel() { " -j 4" } else { "" };
     format!(
@@ -226,16 +216,25 @@ fn examples(tool: &str, strategy: Strategy) -> String {
 
 /// The clap command for `tool` (exposed so tests can `debug_assert` it).
 pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
-    let cmd = if strategy == Strategy::Async {
+    let mut cmd = if strategy.has_io_option() {
         AsyncCli::command()
     } else if strategy.is_parallel() {
         ParallelCli::command()
     } else {
         SerialCli::command()
     };
+    if let Some(worker) = strategy.worker() {
+        // What `-j` counts differs by strategy; the strategy says.
+        let help = format!("Number of {worker} [default: CPUs available]");
+        cmd = cmd.mut_arg("workers", |a| a.help(help));
+    }
+    let about = format!(
+        "SHA-256 of every regular file under PATHs, {}.",
+        strategy.how()
+    );
     cmd.name(tool)
         .bin_name(tool)
-        .about(about(strategy))
+        .about(about)
         .after_help(examples(tool, strategy))
 }
 
@@ -265,7 +264,7 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
-        if strategy == Strategy::Async {
+        if strategy.has_io_option() {
             let cli = AsyncCli::from_arg_matches(m)?;
             let workers = cli
                 .jobs
@@ -346,6 +345,22 @@ mod tests {
     fn every_command_is_well_formed() {
         for s in Strategy::ALL {
             command("hash-test", s).debug_assert();
+        }
+    }
+
+    #[test]
+    fn jobs_help_says_what_a_worker_is() {
+        for s in Strategy::ALL {
+            let help = command("hash-test", s).render_help().to_string();
+            match s.worker() {
+                Some(worker) => {
+                    let line = format!("Number of {worker} [default: CPUs available]");
+                    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+                    assert!(flat.contains(&line), "{s:?}: {help}");
+                }
+                None => assert!(!help.contains("--jobs"), "{s:?}: {help}"),
+            }
+            assert!(!help.contains("in flight) [default"), "{s:?}: {help}");
         }
     }
 

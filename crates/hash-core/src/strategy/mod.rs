@@ -110,7 +110,14 @@ pub enum IoMode {
 }
 
 /// A concurrency strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Everything else knows a strategy through [`Strategy::ALL`] and the facts in
+/// `Strategy::info`, so a fifth one is a variant, an entry in `ALL` and a row
+/// in `info` (the compiler asks for both matches), its module with an arm in
+/// [`Strategy::run_with`], and a one-line binary crate.
+// `ValueEnum` lists the variants for the test that `ALL` has them all (and
+// lets a command line name a strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Strategy {
     /// One thread, one file after another: the baseline.
     Serial,
@@ -118,8 +125,21 @@ pub enum Strategy {
     Threads,
     /// A pool of worker processes fed paths over pipes.
     Procs,
-    /// A tokio runtime with a bounded number of files in flight.
+    /// A few hashing threads, each with an io_uring ring (or tasks on tokio's
+    /// blocking pool) keeping many opens and reads in flight.
     Async,
+}
+
+/// What the rest of the program knows about one strategy.
+struct Info {
+    name: &'static str,
+    binary: &'static str,
+    /// How it hashes, ending "SHA-256 of every regular file under PATHs, ...".
+    how: &'static str,
+    /// What one `-j` worker is; `None`: no `-j` option.
+    worker: Option<&'static str>,
+    /// Whether it has `--io` (a choice of I/O).
+    io: bool,
 }
 
 impl Strategy {
@@ -131,19 +151,81 @@ impl Strategy {
         Strategy::Async,
     ];
 
+    /// The one place that describes each strategy.
+    const fn info(self) -> &'static Info {
+        match self {
+            Strategy::Serial => &Info {
+                name: "serial",
+                binary: "hash-serial",
+                how: "one file after another",
+                worker: None,
+                io: false,
+            },
+            Strategy::Threads => &Info {
+                name: "threads",
+                binary: "hash-threads",
+                how: "on a pool of threads",
+                worker: Some("hashing threads (more start while small files wait for the disk)"),
+                io: false,
+            },
+            Strategy::Procs => &Info {
+                name: "procs",
+                binary: "hash-procs",
+                how: "on a pool of worker processes",
+                worker: Some("worker processes"),
+                io: false,
+            },
+            Strategy::Async => &Info {
+                name: "async",
+                binary: "hash-async",
+                how: "on a tokio runtime",
+                worker: Some(
+                    "hashing threads (io_uring: one ring each, many files in flight per ring; \
+                     pool: tasks on tokio's blocking pool, more while small files wait for the disk)",
+                ),
+                io: true,
+            },
+        }
+    }
+
     /// The strategy's short name (`serial`, `threads`, ...).
     pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Serial => "serial",
-            Strategy::Threads => "threads",
-            Strategy::Procs => "procs",
-            Strategy::Async => "async",
-        }
+        self.info().name
+    }
+
+    /// The name of the binary that runs it (`hash-serial`, ...).
+    pub fn binary(self) -> &'static str {
+        self.info().binary
+    }
+
+    /// The strategy called `name` (see [`Strategy::name`]).
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The strategy the binary `binary` runs (see [`Strategy::binary`]).
+    pub fn from_binary(binary: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.binary() == binary)
+    }
+
+    /// How it hashes, for `--help` ("one file after another", ...).
+    pub fn how(self) -> &'static str {
+        self.info().how
+    }
+
+    /// What one of its `-j` workers is, for `--help`; `None` for `Serial`.
+    pub fn worker(self) -> Option<&'static str> {
+        self.info().worker
     }
 
     /// Whether `-j/--jobs` means anything for this strategy.
     pub fn is_parallel(self) -> bool {
-        self != Strategy::Serial
+        self.info().worker.is_some()
+    }
+
+    /// Whether it has a choice of I/O (`--io`, see [`IoMode`]).
+    pub fn has_io_option(self) -> bool {
+        self.info().io
     }
 
     /// The workers a run over `files` files really uses when `requested` are asked
@@ -315,6 +397,22 @@ mod tests {
             });
             assert_eq!(calls, 1, "{s:?} kept calling a sink that said stop");
         }
+    }
+
+    #[test]
+    fn all_lists_every_variant_once_with_distinct_names() {
+        use clap::ValueEnum;
+        // `value_variants` is derived from the enum itself, so a variant
+        // missing from `ALL` fails here.
+        assert_eq!(Strategy::value_variants(), Strategy::ALL);
+        for s in Strategy::ALL {
+            assert_eq!(Strategy::from_name(s.name()), Some(s));
+            assert_eq!(Strategy::from_binary(s.binary()), Some(s));
+            assert_eq!(s.binary(), format!("hash-{}", s.name()));
+            let value = s.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), s.name(), "ValueEnum name");
+        }
+        assert_eq!(Strategy::from_name("hash-serial"), None);
     }
 
     #[test]
