@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
+use super::queue::{lost, test_hook};
 use super::threads::{MAX_READERS, SMALL_FILE};
 use super::{largest_first, Job, Outcome, Sink};
 use crate::hasher::{hash, new_buffer, Buffer, Hashing};
@@ -41,6 +42,9 @@ const TASK_BYTES: u64 = 4 * 1024 * 1024;
 enum Msg {
     Done(Vec<(usize, Outcome)>),
     Blocked,
+    /// A task panicked (a bug): the files it held are lost. The loop must
+    /// hear of it, as it holds a sender itself and would wait forever.
+    Panicked,
 }
 
 pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -66,26 +70,12 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let (tx, files, stop, bufs) = (tx.clone(), files.clone(), stop.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
-                let _hashing = Hashing::start(1);
-                let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
-                let blocked = || {
-                    let _ = tx.send(Msg::Blocked);
-                };
-                let mut done = Vec::new();
-                let mut bytes = 0u64;
-                while done.len() < TASK_FILES && bytes < TASK_BYTES {
-                    let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
-                    let job = &files[i];
-                    let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
-                    let outcome = hash(&job.request(&stop, on_block), &mut buf);
-                    bytes += outcome.as_ref().map_or(0, |d| d.size);
-                    done.push((i, outcome));
+                let body = || task(&tx, &files, &order, &cursor, &stop, &bufs);
+                // A panic (a bug) has been printed by the default hook; the
+                // loop must hear of it (see `Msg::Panicked`).
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
+                    let _ = tx.send(Msg::Panicked);
                 }
-                bufs.lock().unwrap().push(buf);
-                // A closed channel means the writer stopped: nothing to do.
-                let _ = tx.send(Msg::Done(done));
             });
         };
         let mut in_flight = 0usize;
@@ -94,6 +84,7 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
             in_flight += 1;
         }
         let mut pending = files.len();
+        let mut reported = vec![false; files.len()];
         while pending > 0 {
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {
@@ -105,6 +96,7 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
                     continue;
                 }
                 Msg::Done(done) => done,
+                Msg::Panicked => Vec::new(),
             };
             pending -= done.len();
             if more() {
@@ -113,10 +105,19 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
                 in_flight -= 1;
             }
             for (i, outcome) in done {
+                reported[i] = true;
                 if let ControlFlow::Break(()) = sink(i, outcome) {
                     stop.store(true, Ordering::Relaxed);
                     return true;
                 }
+            }
+            if in_flight == 0 {
+                break; // every task is done: files are pending only after a panic
+            }
+        }
+        for i in (0..reported.len()).filter(|&i| !reported[i]) {
+            if sink(i, Err(lost())).is_break() {
+                return true;
             }
         }
         false
@@ -125,4 +126,37 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
         // Do not wait for files still being hashed: nobody will read them.
         runtime.shutdown_background();
     }
+}
+
+/// One task on the blocking pool: hash files from the shared cursor until it
+/// has done enough (see the module doc), then send them to the loop.
+fn task(
+    tx: &mpsc::UnboundedSender<Msg>,
+    files: &[Job],
+    order: &[usize],
+    cursor: &AtomicUsize,
+    stop: &AtomicBool,
+    bufs: &Mutex<Vec<Buffer>>,
+) {
+    let _hashing = Hashing::start(1);
+    let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
+    let blocked = || {
+        let _ = tx.send(Msg::Blocked);
+    };
+    let mut done = Vec::new();
+    let mut bytes = 0u64;
+    while done.len() < TASK_FILES && bytes < TASK_BYTES {
+        let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
+            break;
+        };
+        let job = &files[i];
+        test_hook(job);
+        let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
+        let outcome = hash(&job.request(stop, on_block), &mut buf);
+        bytes += outcome.as_ref().map_or(0, |d| d.size);
+        done.push((i, outcome));
+    }
+    bufs.lock().unwrap().push(buf);
+    // A closed channel means the writer stopped: nothing to do.
+    let _ = tx.send(Msg::Done(done));
 }

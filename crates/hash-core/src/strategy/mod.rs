@@ -23,6 +23,7 @@ use crate::hasher::{self, FileDigest};
 
 mod asynch;
 pub mod procs;
+mod queue;
 mod serial;
 mod threads;
 pub mod uring;
