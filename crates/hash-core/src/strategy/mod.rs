@@ -181,8 +181,8 @@ impl Strategy {
                 binary: "hash-async",
                 how: "on a tokio runtime",
                 worker: Some(
-                    "hashing threads (io_uring: one ring each, many files in flight per ring; \
-                     pool: tasks on tokio's blocking pool, more while small files wait for the disk)",
+                    "hashing threads (io_uring: one ring each, with many files in flight; \
+                     --io pool: more start while small files wait for the disk)",
                 ),
                 io: true,
             },
@@ -339,9 +339,8 @@ mod tests {
         std::fs::remove_file(dir.path().join("gone")).unwrap();
         let fifo = dir.path().join("fifo");
         std::fs::remove_file(&fifo).unwrap();
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        use rustix::fs::{mknodat, FileType, Mode, CWD};
+        mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
         for (s, io) in ways() {
             for workers in [1, 2, 4] {
                 let got = collect_io(s, io, &plan.files, workers);

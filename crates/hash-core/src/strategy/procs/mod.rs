@@ -74,8 +74,8 @@ pub fn is_worker() -> bool {
     let Some(parent) = std::env::var_os(WORKER_ENV) else {
         return false;
     };
-    // SAFETY: getppid(2) cannot fail and has no preconditions.
-    let ppid = unsafe { libc::getppid() };
+    // (0 when the parent is outside our pid namespace: no match then.)
+    let ppid = rustix::process::Pid::as_raw(rustix::process::getppid());
     if parent.to_str() != Some(&ppid.to_string()) {
         return false;
     }

@@ -6,7 +6,7 @@
 //! failure handling are described in the [module doc](super).
 
 use std::collections::VecDeque;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::ops::ControlFlow;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -195,15 +195,16 @@ impl Pool<'_, '_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         // SAFETY: between fork and exec only async-signal-safe calls are made
-        // (prctl, getppid, _exit), and no memory is allocated or locked.
+        // (the prctl and getppid system calls; an error is an errno value),
+        // and no memory is allocated or locked.
         unsafe {
             cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The parent may have died before the request took effect.
-                if libc::getppid() as u32 != parent {
-                    libc::_exit(1);
+                use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+                set_parent_process_death_signal(Some(Signal::KILL))?;
+                // The parent may have died before the request took effect:
+                // the child ends here, before exec (std makes it exit 1).
+                if Pid::as_raw(getppid()) as u32 != parent {
+                    return Err(rustix::io::Errno::SRCH.into());
                 }
                 Ok(())
             });
