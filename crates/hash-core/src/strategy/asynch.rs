@@ -42,9 +42,6 @@ const TASK_BYTES: u64 = 4 * 1024 * 1024;
 enum Msg {
     Done(Vec<(usize, Outcome)>),
     Blocked,
-    /// A task panicked (a bug): the files it held are lost. The loop must
-    /// hear of it, as it holds a sender itself and would wait forever.
-    Panicked,
 }
 
 pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
@@ -70,12 +67,15 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
             let (tx, files, stop, bufs) = (tx.clone(), files.clone(), stop.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
-                let body = || task(&tx, &files, &order, &cursor, &stop, &bufs);
-                // A panic (a bug) has been printed by the default hook; the
-                // loop must hear of it (see `Msg::Panicked`).
-                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err() {
-                    let _ = tx.send(Msg::Panicked);
-                }
+                let mut done = Vec::new();
+                let body = || task(&tx, &files, &order, &cursor, &stop, &bufs, &mut done);
+                // A task that panics (a bug; the default hook has printed
+                // it) still reports what it finished, and that it ended: the
+                // loop holds a sender itself, so it would wait forever for a
+                // task that says nothing. The file it was on stays pending.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+                // A closed channel means the writer stopped: nothing to do.
+                let _ = tx.send(Msg::Done(done));
             });
         };
         let mut in_flight = 0usize;
@@ -96,7 +96,6 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
                     continue;
                 }
                 Msg::Done(done) => done,
-                Msg::Panicked => Vec::new(),
             };
             pending -= done.len();
             if more() {
@@ -128,8 +127,8 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     }
 }
 
-/// One task on the blocking pool: hash files from the shared cursor until it
-/// has done enough (see the module doc), then send them to the loop.
+/// One task on the blocking pool: hash files from the shared cursor into
+/// `done` until it has done enough (see the module doc).
 fn task(
     tx: &mpsc::UnboundedSender<Msg>,
     files: &[Job],
@@ -137,13 +136,13 @@ fn task(
     cursor: &AtomicUsize,
     stop: &AtomicBool,
     bufs: &Mutex<Vec<Buffer>>,
+    done: &mut Vec<(usize, Outcome)>,
 ) {
     let _hashing = Hashing::start(1);
     let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
     let blocked = || {
         let _ = tx.send(Msg::Blocked);
     };
-    let mut done = Vec::new();
     let mut bytes = 0u64;
     while done.len() < TASK_FILES && bytes < TASK_BYTES {
         let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
@@ -157,6 +156,4 @@ fn task(
         done.push((i, outcome));
     }
     bufs.lock().unwrap().push(buf);
-    // A closed channel means the writer stopped: nothing to do.
-    let _ = tx.send(Msg::Done(done));
 }

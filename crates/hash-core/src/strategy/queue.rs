@@ -10,7 +10,8 @@
 //! Each worker thread owns its own [`mpsc::Sender`], so the channel closes
 //! when the last worker ends, whether it returned or panicked (a bug; see
 //! [`guard`]). The collector knows the end by counting results; should the
-//! channel close first, it reports the files no batch brought back as errors
+//! channel close first, it reports the files no batch brought back (the one
+//! a panicking worker was on, and whatever else it had taken) as errors
 //! instead of waiting for them forever.
 
 use std::io;
@@ -95,12 +96,19 @@ pub(super) fn lost() -> ErrorKind {
     io::Error::other("not hashed: a hashing thread panicked").into()
 }
 
-/// Run a worker's `body`, ending it quietly if it panics: the panic message is
-/// printed (by the default hook), its sender is dropped, and [`collect`]
-/// reports what it held. Uncaught, the panic would come back out of
-/// `thread::scope` and abort the whole run after the fact.
-pub(super) fn guard(body: impl FnOnce()) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+/// Run a worker's `body` with its sender and its batch of results not sent
+/// yet, ending it quietly if it panics: the panic message is printed (by the
+/// default hook), the results it finished are still sent, its sender is
+/// dropped, and [`collect`] reports the files it held as errors. Uncaught,
+/// the panic would come back out of `thread::scope` and end the whole run
+/// after the fact.
+pub(super) fn guard(tx: mpsc::Sender<Batch>, body: impl FnOnce(&mpsc::Sender<Batch>, &mut Batch)) {
+    let mut batch = Batch::new();
+    let body = std::panic::AssertUnwindSafe(|| body(&tx, &mut batch));
+    let _ = std::panic::catch_unwind(body);
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
+    }
 }
 
 /// Test hook (read in debug builds only, like the worker hooks of `procs`): a
@@ -147,8 +155,10 @@ mod tests {
         size: 1,
     };
 
+    type Worker = fn(&Queue<'_>, &mpsc::Sender<Batch>, &mut Batch);
+
     /// Run `worker` on two guarded threads and collect what reaches the sink.
-    fn run(n: usize, worker: fn(&Queue<'_>, &mpsc::Sender<Batch>)) -> Vec<(usize, String)> {
+    fn run(n: usize, worker: Worker) -> Vec<(usize, String)> {
         let files = files(n);
         let queue = Queue::new(&files);
         let (tx, rx) = mpsc::channel();
@@ -156,7 +166,7 @@ mod tests {
         thread::scope(|scope| {
             for _ in 0..2 {
                 let (queue, tx) = (&queue, tx.clone());
-                scope.spawn(move || guard(|| worker(queue, &tx)));
+                scope.spawn(move || guard(tx, |tx, batch| worker(queue, tx, batch)));
             }
             drop(tx);
             collect(&queue, &rx, &mut |i, outcome| {
@@ -174,9 +184,12 @@ mod tests {
 
     #[test]
     fn every_file_is_reported_once() {
-        let got = run(50, |queue, tx| {
+        let got = run(50, |queue, tx, batch| {
             while let Some(i) = queue.next() {
-                tx.send(vec![(i, Ok(DONE))]).unwrap();
+                batch.push((i, Ok(DONE)));
+                if batch.len() == 3 {
+                    tx.send(std::mem::take(batch)).unwrap();
+                }
             }
         });
         let want: Vec<_> = (0..50).map(|i| (i, "ok 1".to_owned())).collect();
@@ -186,12 +199,13 @@ mod tests {
     #[test]
     fn a_panicking_worker_costs_its_files_not_the_run() {
         // Whichever thread takes file 2 panics before reporting it (the
-        // message below in the test output is expected); the other thread
-        // hashes the rest, and the collector must not wait for file 2.
-        let got = run(5, |queue, tx| {
+        // message in the test output is expected), with files 0 and 1 in its
+        // batch if it took them; the other thread hashes the rest, and the
+        // collector must not wait for file 2.
+        let got = run(5, |queue, _, batch| {
             while let Some(i) = queue.next() {
                 assert_ne!(i, 2, "a worker bug (expected by this test)");
-                tx.send(vec![(i, Ok(DONE))]).unwrap();
+                batch.push((i, Ok(DONE)));
             }
         });
         let mut want: Vec<_> = (0..5).map(|i| (i, "ok 1".to_owned())).collect();

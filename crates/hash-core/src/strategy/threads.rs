@@ -42,7 +42,9 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
         for _ in 0..workers {
             let (queue, readers, tx) = (&queue, &readers, tx.clone());
             scope.spawn(move || {
-                guard(|| work(queue, readers, tx, scope, Buffer::Huge(new_buffer())));
+                guard(tx, |tx, batch| {
+                    work(queue, readers, tx, batch, scope, Buffer::Huge(new_buffer()));
+                });
             });
         }
         // The workers hold the only senders now (see `queue`).
@@ -51,10 +53,13 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     });
 }
 
+/// Hash files from `queue` until it is empty; what is left in `batch` at the
+/// end is sent by [`guard`].
 fn work<'s, 'e>(
     queue: &'s Queue<'e>,
     readers: &'s AtomicUsize,
-    tx: mpsc::Sender<Batch>,
+    tx: &mpsc::Sender<Batch>,
+    batch: &mut Batch,
     scope: &'s Scope<'s, 'e>,
     mut buf: Buffer,
 ) {
@@ -65,7 +70,9 @@ fn work<'s, 'e>(
         if n < MAX_READERS && queue.has_more() {
             let tx = tx.clone();
             let spawned = thread::Builder::new().spawn_scoped(scope, move || {
-                guard(|| work(queue, readers, tx, scope, Buffer::small()));
+                guard(tx, |tx, batch| {
+                    work(queue, readers, tx, batch, scope, Buffer::small());
+                });
             });
             if spawned.is_ok() {
                 return;
@@ -73,18 +80,15 @@ fn work<'s, 'e>(
         }
         readers.fetch_sub(1, Ordering::Relaxed);
     };
-    let mut batch = Batch::with_capacity(BATCH);
+    batch.reserve(BATCH);
     while let Some(i) = queue.next() {
         let job = &queue.files[i];
         test_hook(job);
         let small = job.size < SMALL_FILE;
         let on_block: Option<&dyn Fn()> = if small { Some(&grow) } else { None };
         batch.push((i, hash(&job.request(&queue.stop, on_block), &mut buf)));
-        if (batch.len() >= BATCH || !small) && tx.send(std::mem::take(&mut batch)).is_err() {
+        if (batch.len() >= BATCH || !small) && tx.send(std::mem::take(batch)).is_err() {
             return;
         }
-    }
-    if !batch.is_empty() {
-        let _ = tx.send(batch);
     }
 }

@@ -74,7 +74,7 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     thread::scope(|scope| {
         for _ in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
-            scope.spawn(move || guard(|| ring_thread(queue, &tx, slots)));
+            scope.spawn(move || guard(tx, |tx, batch| ring_thread(queue, tx, batch, slots)));
         }
         // The ring threads hold the only senders now (see `queue`).
         drop(tx);
@@ -124,9 +124,11 @@ fn tag(slot: usize, open: bool) -> u64 {
     (slot as u64) << 1 | u64::from(open)
 }
 
-fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, nslots: usize) {
+/// Hash files from `queue` through one ring until it is empty; what is left
+/// in `batch` at the end is sent by [`guard`].
+fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, nslots: usize) {
     let _hashing = Hashing::start(1);
-    let mut batch = Batch::with_capacity(BATCH);
+    batch.reserve(BATCH);
     let mut ring = match IoUring::new((2 * nslots) as u32) {
         Ok(ring) => ring,
         Err(_) => {
@@ -137,7 +139,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, nslots: usize) {
                 let outcome = hash(&queue.files[i].request(&queue.stop, None), &mut buf);
                 batch.push((i, outcome));
             }
-            let _ = tx.send(batch);
+            let _ = tx.send(std::mem::take(batch));
             return;
         }
     };
@@ -189,7 +191,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, nslots: usize) {
                 if batch.len() >= BATCH || in_flight == 0 {
                     // Deliver what is done (`| head` should not wait for the
                     // thread's whole share of command-line files).
-                    if tx.send(std::mem::take(&mut batch)).is_err() {
+                    if tx.send(std::mem::take(batch)).is_err() {
                         draining = true;
                     }
                 }
@@ -215,7 +217,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, nslots: usize) {
             in_flight += 1;
         }
         let flush = batch.len() >= BATCH || (in_flight == 0 && !batch.is_empty());
-        if flush && tx.send(std::mem::take(&mut batch)).is_err() {
+        if flush && tx.send(std::mem::take(batch)).is_err() {
             draining = true;
         }
         if in_flight == 0 {
@@ -238,7 +240,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, nslots: usize) {
             while let Some(i) = queue.next() {
                 batch.push((i, hash(&queue.files[i].request(&queue.stop, None), buf)));
             }
-            let _ = tx.send(batch);
+            let _ = tx.send(std::mem::take(batch));
             return;
         }
         done.clear();
