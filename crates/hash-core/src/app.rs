@@ -60,7 +60,7 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             let run = CheckRun {
                 tool,
                 strategy,
-                jobs: config.jobs,
+                workers: config.workers,
                 opts: *opts,
                 progress: show_progress,
             };
@@ -87,9 +87,9 @@ fn run_plan(
     files: &[Job],
     sink: &mut crate::strategy::Sink<'_>,
 ) -> Option<String> {
-    let (jobs, io) = (config.jobs, config.io);
+    let (workers, io) = (config.workers, config.io);
     if !files.iter().any(walk::is_stdin) {
-        return strategy.run_with(tool, files, jobs, io, sink);
+        return strategy.run_with(tool, files, workers, io, sink);
     }
     let (stdin, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| walk::is_stdin(&files[i]));
@@ -99,7 +99,7 @@ fn run_plan(
         }
     }
     let others: Vec<Job> = rest.iter().map(|&i| files[i].clone()).collect();
-    strategy.run_with(tool, &others, jobs, io, &mut |i, outcome| {
+    strategy.run_with(tool, &others, workers, io, &mut |i, outcome| {
         sink(rest[i], outcome)
     })
 }
@@ -169,7 +169,7 @@ fn hash(
         }
         writer.accept(i, outcome)
     });
-    let workers = strategy.workers(config.jobs, plan.files.len());
+    let workers = strategy.workers(config.workers, plan.files.len());
     let info = RunInfo {
         strategy: strategy.name(),
         workers,

@@ -73,8 +73,8 @@ pub struct CheckRun<'a> {
     pub tool: &'a str,
     /// How to hash.
     pub strategy: Strategy,
-    /// Workers.
-    pub jobs: usize,
+    /// Workers (`-j`).
+    pub workers: usize,
     /// GNU switches.
     pub opts: CheckOptions,
     /// Show a progress line.
@@ -196,7 +196,7 @@ pub fn check_manifest(
         return Ok(tally);
     }
     let sizes = run.strategy.is_parallel() || run.progress;
-    let jobs: Vec<Job> = entries
+    let files: Vec<Job> = entries
         .iter()
         .map(|e| {
             let path = bytes_path(&e.path).to_path_buf();
@@ -213,8 +213,8 @@ pub fn check_manifest(
         .collect();
     let progress = run
         .progress
-        .then(|| Progress::start(jobs.len() as u64, jobs.iter().map(|j| j.size).sum()));
-    let mut order = InOrder::new(jobs.len());
+        .then(|| Progress::start(files.len() as u64, files.iter().map(|j| j.size).sum()));
+    let mut order = InOrder::new(files.len());
     let mut write_failure = None;
     let mut verdict = |i: usize, outcome: Outcome| -> ControlFlow<()> {
         let entry = &entries[i];
@@ -245,7 +245,7 @@ pub fn check_manifest(
                 let _ = out.flush();
                 report_error(
                     run.tool,
-                    &Error::new(jobs[i].path.clone(), kind),
+                    &Error::new(files[i].path.clone(), kind),
                     progress.as_ref(),
                 );
                 b"FAILED open or read"
@@ -263,10 +263,10 @@ pub fn check_manifest(
         }
     };
     run.strategy
-        .run(run.tool, &jobs, run.jobs, &mut |i, outcome| {
+        .run(run.tool, &files, run.workers, &mut |i, outcome| {
             // Progress counts completions as they happen, not in print order.
             if let Some(p) = &progress {
-                p.file_done(jobs[i].size);
+                p.file_done(files[i].size);
             }
             order.insert(i, outcome);
             while let Some((i, outcome)) = order.pop_ready() {

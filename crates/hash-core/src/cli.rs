@@ -2,7 +2,7 @@
 //!
 //! Each binary gets the same options from [`CommonArgs`]; the three parallel
 //! ones add [`JobsArgs`]. Parsing ends in a resolved [`Config`] (defaults
-//! applied, job count known), so nothing past this module looks at raw
+//! applied, worker count known), so nothing past this module looks at raw
 //! arguments. The binary's own name is filled in at run time, since the derive
 //! lives in this library crate.
 
@@ -112,12 +112,14 @@ pub struct CheckArgs {
     pub ignore_missing: bool,
 }
 
-/// The worker-count option of the parallel binaries.
+/// The worker-count option of the parallel binaries (`-j/--jobs`, as in
+/// make and xargs; in the code the count is always called `workers`).
 #[derive(Debug, Args)]
 pub struct JobsArgs {
-    /// Number of workers (threads, processes, or files in flight) [default: CPUs available].
-    #[arg(short, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub jobs: Option<u32>,
+    /// Number of workers [default: CPUs available].
+    // (`command` replaces this with what a worker is for the binary at hand.)
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub workers: Option<u32>,
 }
 
 /// `hash-async`'s choice of I/O.
@@ -187,25 +189,14 @@ pub struct Config {
     pub stats: bool,
     /// `--progress` (Some(true)), `--no-progress` (Some(false)), or decide by terminal.
     pub progress: Option<bool>,
-    /// Workers to use (1 for `hash-serial`).
-    pub jobs: usize,
+    /// Workers to use (`-j`; 1 for `hash-serial`).
+    pub workers: usize,
     /// `hash-async`'s I/O mode.
     pub io: IoMode,
     /// Hash or check.
     pub mode: Mode,
     /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
     pub scale: crate::shard::Scale,
-}
-
-fn about(strategy: Strategy) -> &'static str {
-    match strategy {
-        Strategy::Serial => "SHA-256 of every regular file under PATHs, one file after another.",
-        Strategy::Threads => "SHA-256 of every regular file under PATHs, on a pool of threads.",
-        Strategy::Procs => {
-            "SHA-256 of every regular file under PATHs, on a pool of worker processes."
-        }
-        Strategy::Async => "SHA-256 of every regular file under PATHs, on a tokio runtime.",
-    }
 }
 
 fn examples(tool: &str, strategy: Strategy) -> String {
@@ -225,16 +216,25 @@ fn examples(tool: &str, strategy: Strategy) -> String {
 
 /// The clap command for `tool` (exposed so tests can `debug_assert` it).
 pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
-    let cmd = if strategy == Strategy::Async {
+    let mut cmd = if strategy.has_io_option() {
         AsyncCli::command()
     } else if strategy.is_parallel() {
         ParallelCli::command()
     } else {
         SerialCli::command()
     };
+    if let Some(worker) = strategy.worker() {
+        // What `-j` counts differs by strategy; the strategy says.
+        let help = format!("Number of {worker} [default: CPUs available]");
+        cmd = cmd.mut_arg("workers", |a| a.help(help));
+    }
+    let about = format!(
+        "SHA-256 of every regular file under PATHs, {}.",
+        strategy.how()
+    );
     cmd.name(tool)
         .bin_name(tool)
-        .about(about(strategy))
+        .about(about)
         .after_help(examples(tool, strategy))
 }
 
@@ -264,21 +264,24 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
-        if strategy == Strategy::Async {
+        if strategy.has_io_option() {
             let cli = AsyncCli::from_arg_matches(m)?;
-            let jobs = cli.jobs.jobs.map_or_else(default_jobs, |j| j as usize);
+            let workers = cli
+                .jobs
+                .workers
+                .map_or_else(default_workers, |j| j as usize);
             Ok(Config {
                 io: cli.io.io,
-                ..resolve(cli.common, jobs)
+                ..resolve(cli.common, workers)
             })
         } else if strategy.is_parallel() {
             let cli = ParallelCli::from_arg_matches(m)?;
-            let jobs = cli
+            let workers = cli
                 .jobs
-                .jobs
+                .workers
                 .map(|j| j as usize)
-                .unwrap_or_else(default_jobs);
-            Ok(resolve(cli.common, jobs))
+                .unwrap_or_else(default_workers);
+            Ok(resolve(cli.common, workers))
         } else {
             Ok(resolve(SerialCli::from_arg_matches(m)?.common, 1))
         }
@@ -286,7 +289,7 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     from(&matches).unwrap_or_else(|e| e.exit())
 }
 
-fn resolve(common: CommonArgs, jobs: usize) -> Config {
+fn resolve(common: CommonArgs, workers: usize) -> Config {
     let c = &common.check;
     let mode = if c.check {
         Mode::Check(CheckOptions {
@@ -322,7 +325,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
         follow: common.follow,
         stats: common.stats,
         progress,
-        jobs,
+        workers,
         io: IoMode::default(),
         mode,
         scale: common.scale.into(),
@@ -330,7 +333,7 @@ fn resolve(common: CommonArgs, jobs: usize) -> Config {
 }
 
 /// The number of CPUs this process may use.
-pub fn default_jobs() -> usize {
+pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -342,6 +345,22 @@ mod tests {
     fn every_command_is_well_formed() {
         for s in Strategy::ALL {
             command("hash-test", s).debug_assert();
+        }
+    }
+
+    #[test]
+    fn jobs_help_says_what_a_worker_is() {
+        for s in Strategy::ALL {
+            let help = command("hash-test", s).render_help().to_string();
+            match s.worker() {
+                Some(worker) => {
+                    let line = format!("Number of {worker} [default: CPUs available]");
+                    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+                    assert!(flat.contains(&line), "{s:?}: {help}");
+                }
+                None => assert!(!help.contains("--jobs"), "{s:?}: {help}"),
+            }
+            assert!(!help.contains("in flight) [default"), "{s:?}: {help}");
         }
     }
 
@@ -363,7 +382,7 @@ mod tests {
             .try_get_matches_from(["x", "-j", "3", "-L", "d", "e"])
             .unwrap();
         let cli = ParallelCli::from_arg_matches(&m).unwrap();
-        assert_eq!(cli.jobs.jobs, Some(3));
+        assert_eq!(cli.jobs.workers, Some(3));
         assert!(cli.common.follow);
         assert_eq!(cli.common.paths, [PathBuf::from("d"), PathBuf::from("e")]);
     }

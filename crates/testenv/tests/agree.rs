@@ -5,6 +5,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
+use hash_core::Strategy;
 use testenv::*;
 
 fn binary(name: &str) -> PathBuf {
@@ -25,11 +26,16 @@ fn all_four_binaries_agree_for_every_job_count() {
     for i in 0..200 {
         t.file(format!("many/{}/f{i}", i % 7).as_bytes(), &pattern(i * 37));
     }
-    let serial = binary("hash-serial");
+    let serial = binary(Strategy::Serial.binary());
     let baseline = hash(serial.to_str().unwrap(), &[t.root().as_os_str()]);
     assert_eq!(baseline.status.code(), Some(0));
     assert_eq!(baseline.stdout, reference("-H", &[t.root()]));
-    for name in ["hash-threads", "hash-procs", "hash-async"] {
+    let parallel = Strategy::ALL.into_iter().filter(|s| s.is_parallel());
+    assert!(
+        parallel.clone().count() > 0,
+        "no parallel strategy to compare"
+    );
+    for name in parallel.map(Strategy::binary) {
         let bin = binary(name);
         for jobs in ["1", "2", "3", "5", "32"] {
             for follow in [false, true] {
@@ -41,7 +47,7 @@ fn all_four_binaries_agree_for_every_job_count() {
                 let out = hash(bin.to_str().unwrap(), &args);
                 let want = hash(serial.to_str().unwrap(), &args[2..]);
                 let same_errors = show(&out.stderr).replace(name, "TOOL")
-                    == show(&want.stderr).replace("hash-serial", "TOOL");
+                    == show(&want.stderr).replace(Strategy::Serial.binary(), "TOOL");
                 assert!(
                     out.stdout == want.stdout && same_errors,
                     "{name} -j {jobs} follow={follow} disagrees with hash-serial:\n{}\n---\n{}",
@@ -58,13 +64,15 @@ fn all_four_binaries_agree_for_every_job_count() {
 fn all_four_binaries_give_the_same_tree_digest_and_json_files() {
     let t = Tree::nasty();
     let mut seen: Vec<(String, Vec<u8>)> = Vec::new();
-    for name in ["hash-serial", "hash-threads", "hash-procs", "hash-async"] {
+    assert_eq!(
+        Strategy::ALL[0],
+        Strategy::Serial,
+        "the baseline comes first"
+    );
+    for s in Strategy::ALL {
+        let name = s.binary();
         let bin = binary(name);
-        let jobs: &[&str] = if name == "hash-serial" {
-            &[]
-        } else {
-            &["-j", "3"]
-        };
+        let jobs: &[&str] = if s.is_parallel() { &["-j", "3"] } else { &[] };
         let mut args: Vec<&OsStr> = jobs.iter().map(OsStr::new).collect();
         args.push(OsStr::new("--tree"));
         args.push(t.root().as_os_str());

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
+use super::queue::{lost, test_hook};
 use super::threads::{MAX_READERS, SMALL_FILE};
 use super::{largest_first, Job, Outcome, Sink};
 use crate::hasher::{hash, new_buffer, Buffer, Hashing};
@@ -43,7 +44,7 @@ enum Msg {
     Blocked,
 }
 
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
@@ -51,49 +52,39 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
         .max_blocking_threads(MAX_READERS)
         .build()
         .expect("cannot start the tokio runtime");
-    let jobs: Arc<[Job]> = jobs.into();
+    let files: Arc<[Job]> = files.into();
     let stop = Arc::new(AtomicBool::new(false));
     // Hashing workers' buffers; extra readers get small ones (see threads).
     let bufs: Arc<Mutex<Vec<Buffer>>> = Arc::new(Mutex::new(
         (0..workers).map(|_| Buffer::Huge(new_buffer())).collect(),
     ));
-    let order: Arc<[usize]> = largest_first(&jobs).into();
+    let order: Arc<[usize]> = largest_first(&files).into();
     let cursor = Arc::new(AtomicUsize::new(0));
     let stopped = runtime.block_on(async {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let more = || cursor.load(Ordering::Relaxed) < order.len();
         let spawn = || {
-            let (tx, jobs, stop, bufs) = (tx.clone(), jobs.clone(), stop.clone(), bufs.clone());
+            let (tx, files, stop, bufs) = (tx.clone(), files.clone(), stop.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
-                let _hashing = Hashing::start(1);
-                let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
-                let blocked = || {
-                    let _ = tx.send(Msg::Blocked);
-                };
                 let mut done = Vec::new();
-                let mut bytes = 0u64;
-                while done.len() < TASK_FILES && bytes < TASK_BYTES {
-                    let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
-                        break;
-                    };
-                    let job = &jobs[i];
-                    let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
-                    let outcome = hash(&job.request(&stop, on_block), &mut buf);
-                    bytes += outcome.as_ref().map_or(0, |d| d.size);
-                    done.push((i, outcome));
-                }
-                bufs.lock().unwrap().push(buf);
+                let body = || task(&tx, &files, &order, &cursor, &stop, &bufs, &mut done);
+                // A task that panics (a bug; the default hook has printed
+                // it) still reports what it finished, and that it ended: the
+                // loop holds a sender itself, so it would wait forever for a
+                // task that says nothing. The file it was on stays pending.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
                 // A closed channel means the writer stopped: nothing to do.
                 let _ = tx.send(Msg::Done(done));
             });
         };
         let mut in_flight = 0usize;
-        while in_flight < workers && in_flight < jobs.len() {
+        while in_flight < workers && in_flight < files.len() {
             spawn();
             in_flight += 1;
         }
-        let mut pending = jobs.len();
+        let mut pending = files.len();
+        let mut reported = vec![false; files.len()];
         while pending > 0 {
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {
@@ -113,10 +104,19 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
                 in_flight -= 1;
             }
             for (i, outcome) in done {
+                reported[i] = true;
                 if let ControlFlow::Break(()) = sink(i, outcome) {
                     stop.store(true, Ordering::Relaxed);
                     return true;
                 }
+            }
+            if in_flight == 0 {
+                break; // every task is done: files are pending only after a panic
+            }
+        }
+        for i in (0..reported.len()).filter(|&i| !reported[i]) {
+            if sink(i, Err(lost())).is_break() {
+                return true;
             }
         }
         false
@@ -125,4 +125,35 @@ pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
         // Do not wait for files still being hashed: nobody will read them.
         runtime.shutdown_background();
     }
+}
+
+/// One task on the blocking pool: hash files from the shared cursor into
+/// `done` until it has done enough (see the module doc).
+fn task(
+    tx: &mpsc::UnboundedSender<Msg>,
+    files: &[Job],
+    order: &[usize],
+    cursor: &AtomicUsize,
+    stop: &AtomicBool,
+    bufs: &Mutex<Vec<Buffer>>,
+    done: &mut Vec<(usize, Outcome)>,
+) {
+    let _hashing = Hashing::start(1);
+    let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
+    let blocked = || {
+        let _ = tx.send(Msg::Blocked);
+    };
+    let mut bytes = 0u64;
+    while done.len() < TASK_FILES && bytes < TASK_BYTES {
+        let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
+            break;
+        };
+        let job = &files[i];
+        test_hook(job);
+        let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
+        let outcome = hash(&job.request(stop, on_block), &mut buf);
+        bytes += outcome.as_ref().map_or(0, |d| d.size);
+        done.push((i, outcome));
+    }
+    bufs.lock().unwrap().push(buf);
 }

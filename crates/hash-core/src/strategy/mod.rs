@@ -23,6 +23,7 @@ use crate::hasher::{self, FileDigest};
 
 mod asynch;
 pub mod procs;
+mod queue;
 mod serial;
 mod threads;
 pub mod uring;
@@ -44,7 +45,7 @@ pub struct Job {
     pub dir: Option<DirFd>,
 }
 
-/// An open directory, shared by the jobs walked in it.
+/// An open directory, shared by the files walked in it.
 #[derive(Debug, Clone)]
 pub struct DirFd(pub Arc<OwnedFd>);
 
@@ -110,7 +111,14 @@ pub enum IoMode {
 }
 
 /// A concurrency strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Everything else knows a strategy through [`Strategy::ALL`] and the facts in
+/// `Strategy::info`, so a fifth one is a variant, an entry in `ALL` and a row
+/// in `info` (the compiler asks for both matches), its module with an arm in
+/// [`Strategy::run_with`], and a one-line binary crate.
+// `ValueEnum` lists the variants for the test that `ALL` has them all (and
+// lets a command line name a strategy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Strategy {
     /// One thread, one file after another: the baseline.
     Serial,
@@ -118,8 +126,21 @@ pub enum Strategy {
     Threads,
     /// A pool of worker processes fed paths over pipes.
     Procs,
-    /// A tokio runtime with a bounded number of files in flight.
+    /// A few hashing threads, each with an io_uring ring (or tasks on tokio's
+    /// blocking pool) keeping many opens and reads in flight.
     Async,
+}
+
+/// What the rest of the program knows about one strategy.
+struct Info {
+    name: &'static str,
+    binary: &'static str,
+    /// How it hashes, ending "SHA-256 of every regular file under PATHs, ...".
+    how: &'static str,
+    /// What one `-j` worker is; `None`: no `-j` option.
+    worker: Option<&'static str>,
+    /// Whether it has `--io` (a choice of I/O).
+    io: bool,
 }
 
 impl Strategy {
@@ -131,26 +152,88 @@ impl Strategy {
         Strategy::Async,
     ];
 
+    /// The one place that describes each strategy.
+    const fn info(self) -> &'static Info {
+        match self {
+            Strategy::Serial => &Info {
+                name: "serial",
+                binary: "hash-serial",
+                how: "one file after another",
+                worker: None,
+                io: false,
+            },
+            Strategy::Threads => &Info {
+                name: "threads",
+                binary: "hash-threads",
+                how: "on a pool of threads",
+                worker: Some("hashing threads (more start while small files wait for the disk)"),
+                io: false,
+            },
+            Strategy::Procs => &Info {
+                name: "procs",
+                binary: "hash-procs",
+                how: "on a pool of worker processes",
+                worker: Some("worker processes"),
+                io: false,
+            },
+            Strategy::Async => &Info {
+                name: "async",
+                binary: "hash-async",
+                how: "on a tokio runtime",
+                worker: Some(
+                    "hashing threads (io_uring: one ring each, with many files in flight; \
+                     --io pool: more start while small files wait for the disk)",
+                ),
+                io: true,
+            },
+        }
+    }
+
     /// The strategy's short name (`serial`, `threads`, ...).
     pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Serial => "serial",
-            Strategy::Threads => "threads",
-            Strategy::Procs => "procs",
-            Strategy::Async => "async",
-        }
+        self.info().name
+    }
+
+    /// The name of the binary that runs it (`hash-serial`, ...).
+    pub fn binary(self) -> &'static str {
+        self.info().binary
+    }
+
+    /// The strategy called `name` (see [`Strategy::name`]).
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// The strategy the binary `binary` runs (see [`Strategy::binary`]).
+    pub fn from_binary(binary: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.binary() == binary)
+    }
+
+    /// How it hashes, for `--help` ("one file after another", ...).
+    pub fn how(self) -> &'static str {
+        self.info().how
+    }
+
+    /// What one of its `-j` workers is, for `--help`; `None` for `Serial`.
+    pub fn worker(self) -> Option<&'static str> {
+        self.info().worker
     }
 
     /// Whether `-j/--jobs` means anything for this strategy.
     pub fn is_parallel(self) -> bool {
-        self != Strategy::Serial
+        self.info().worker.is_some()
     }
 
-    /// The workers a run of `jobs` files really uses when `requested` are asked
+    /// Whether it has a choice of I/O (`--io`, see [`IoMode`]).
+    pub fn has_io_option(self) -> bool {
+        self.info().io
+    }
+
+    /// The workers a run over `files` files really uses when `requested` are asked
     /// for: never more than the files, at least one, one for `Serial`.
-    pub fn workers(self, requested: usize, jobs: usize) -> usize {
+    pub fn workers(self, requested: usize, files: usize) -> usize {
         if self.is_parallel() {
-            requested.clamp(1, jobs.max(1))
+            requested.clamp(1, files.max(1))
         } else {
             1
         }
@@ -159,8 +242,8 @@ impl Strategy {
     /// Hash every job, reporting each outcome to `sink` (see the module doc).
     /// `tool` names the program in the rare notices a strategy prints itself
     /// (a worker process that died); `workers` is ignored by `Serial`.
-    pub fn run(self, tool: &str, jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
-        self.run_with(tool, jobs, workers, IoMode::default(), sink);
+    pub fn run(self, tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+        self.run_with(tool, files, workers, IoMode::default(), sink);
     }
 
     /// [`Strategy::run`] with `hash-async`'s I/O mode (ignored by the
@@ -169,28 +252,28 @@ impl Strategy {
     pub fn run_with(
         self,
         tool: &str,
-        jobs: &[Job],
+        files: &[Job],
         workers: usize,
         io: IoMode,
         sink: &mut Sink<'_>,
     ) -> Option<String> {
-        let workers = self.workers(workers, jobs.len());
+        let workers = self.workers(workers, files.len());
         match self {
-            Strategy::Serial => serial::run(jobs, sink),
-            Strategy::Threads => threads::run(jobs, workers, sink),
-            Strategy::Procs => procs::run(tool, jobs, workers, sink),
+            Strategy::Serial => serial::run(files, sink),
+            Strategy::Threads => threads::run(files, workers, sink),
+            Strategy::Procs => procs::run(tool, files, workers, sink),
             Strategy::Async => {
                 if io == IoMode::Pool {
-                    asynch::run(jobs, workers, sink);
+                    asynch::run(files, workers, sink);
                     return Some("pool".into());
                 }
                 return Some(match uring::available() {
                     Ok(()) => {
-                        uring::run(jobs, workers, sink);
+                        uring::run(files, workers, sink);
                         "io_uring".into()
                     }
                     Err(why) => {
-                        asynch::run(jobs, workers, sink);
+                        asynch::run(files, workers, sink);
                         format!("pool (io_uring unavailable: {why})")
                     }
                 });
@@ -201,9 +284,9 @@ impl Strategy {
 }
 
 /// Job indices, largest file first (ties in planned order, for determinism).
-pub(crate) fn largest_first(jobs: &[Job]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by(|&a, &b| jobs[b].size.cmp(&jobs[a].size).then(a.cmp(&b)));
+pub(crate) fn largest_first(files: &[Job]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|&a, &b| files[b].size.cmp(&files[a].size).then(a.cmp(&b)));
     order
 }
 
@@ -216,13 +299,13 @@ mod tests {
     }
 
     /// Run an in-process strategy and collect outcomes by job index.
-    fn collect(s: Strategy, jobs: &[Job], workers: usize) -> Vec<Outcome> {
-        collect_io(s, IoMode::default(), jobs, workers)
+    fn collect(s: Strategy, files: &[Job], workers: usize) -> Vec<Outcome> {
+        collect_io(s, IoMode::default(), files, workers)
     }
 
-    fn collect_io(s: Strategy, io: IoMode, jobs: &[Job], workers: usize) -> Vec<Outcome> {
-        let mut got: Vec<Option<Outcome>> = (0..jobs.len()).map(|_| None).collect();
-        s.run_with("test", jobs, workers, io, &mut |i, o| {
+    fn collect_io(s: Strategy, io: IoMode, files: &[Job], workers: usize) -> Vec<Outcome> {
+        let mut got: Vec<Option<Outcome>> = (0..files.len()).map(|_| None).collect();
+        s.run_with("test", files, workers, io, &mut |i, o| {
             assert!(got[i].is_none(), "job {i} reported twice");
             got[i] = Some(o);
             ControlFlow::Continue(())
@@ -256,9 +339,8 @@ mod tests {
         std::fs::remove_file(dir.path().join("gone")).unwrap();
         let fifo = dir.path().join("fifo");
         std::fs::remove_file(&fifo).unwrap();
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        use rustix::fs::{mknodat, FileType, Mode, CWD};
+        mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
         for (s, io) in ways() {
             for workers in [1, 2, 4] {
                 let got = collect_io(s, io, &plan.files, workers);
@@ -318,8 +400,24 @@ mod tests {
     }
 
     #[test]
+    fn all_lists_every_variant_once_with_distinct_names() {
+        use clap::ValueEnum;
+        // `value_variants` is derived from the enum itself, so a variant
+        // missing from `ALL` fails here.
+        assert_eq!(Strategy::value_variants(), Strategy::ALL);
+        for s in Strategy::ALL {
+            assert_eq!(Strategy::from_name(s.name()), Some(s));
+            assert_eq!(Strategy::from_binary(s.binary()), Some(s));
+            assert_eq!(s.binary(), format!("hash-{}", s.name()));
+            let value = s.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), s.name(), "ValueEnum name");
+        }
+        assert_eq!(Strategy::from_name("hash-serial"), None);
+    }
+
+    #[test]
     fn largest_first_is_stable_for_ties() {
-        let jobs = [job(1), job(5), job(1), job(9)];
-        assert_eq!(largest_first(&jobs), [3, 1, 0, 2]);
+        let files = [job(1), job(5), job(1), job(9)];
+        assert_eq!(largest_first(&files), [3, 1, 0, 2]);
     }
 }

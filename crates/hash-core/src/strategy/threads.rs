@@ -1,10 +1,7 @@
 //! A pool of OS threads pulling files from one shared queue.
 //!
-//! The queue is just an atomic cursor over the largest-first order: taking the
-//! next file is one `fetch_add`, with no lock to contend on even for 20 k tiny
-//! files. Results go over a channel to the calling thread, the single writer,
-//! in batches: one wake-up of the writer per file cost more than hashing a
-//! 4 KiB file on a two-core machine, where the writer competes for a core.
+//! The queue, and the batches of results the calling thread (the single
+//! writer) collects, are in [`super::queue`], shared with `uring`.
 //!
 //! `workers` threads hash (each with its own huge-page read buffer). The pool
 //! grows beyond them only while files wait for the disk: a read is first tried
@@ -15,12 +12,12 @@
 //! rate; warm files never block, so on a warm tree the pool stays at
 //! `workers` and does not fight over the cores.
 
-use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread::{self, Scope};
 
-use super::{largest_first, Job, Outcome, Sink};
+use super::queue::{collect, guard, test_hook, Batch, Queue};
+use super::{Job, Sink};
 use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 
 /// Most threads reading at once, hashing workers included: the cold-read
@@ -37,94 +34,61 @@ pub const SMALL_FILE: u64 = 1024 * 1024;
 /// [`SMALL_FILE`] large is sent at once (progress should move).
 const BATCH: usize = 256;
 
-/// Results a worker sends the writer at once.
-pub(super) type Batch = Vec<(usize, Outcome)>;
-
-/// Feed `expected` results arriving in batches on `rx` to `sink`, setting
-/// `stop` when the sink says stop (the flag stops workers between two files
-/// and in the middle of one, so a huge file is not finished for nobody).
-///
-/// The workers hold their senders in shared state that outlives them, so the
-/// end is found by counting results, not by the channel closing.
-pub(super) fn collect(
-    rx: &mpsc::Receiver<Batch>,
-    expected: usize,
-    stop: &AtomicBool,
-    sink: &mut Sink<'_>,
-) {
-    let mut left = expected;
-    while left > 0 {
-        let Ok(batch) = rx.recv() else { return };
-        left -= batch.len();
-        for (i, outcome) in batch {
-            if let ControlFlow::Break(()) = sink(i, outcome) {
-                stop.store(true, Ordering::Relaxed);
-                return;
-            }
-        }
-    }
-}
-
-struct Shared<'a> {
-    jobs: &'a [Job],
-    order: Vec<usize>,
-    cursor: AtomicUsize,
-    stop: AtomicBool,
-    readers: AtomicUsize,
-    tx: mpsc::Sender<Batch>,
-}
-
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
-    let shared = Shared {
-        jobs,
-        order: largest_first(jobs),
-        cursor: AtomicUsize::new(0),
-        stop: AtomicBool::new(false),
-        readers: AtomicUsize::new(workers),
-        tx,
-    };
+    let queue = Queue::new(files);
+    let readers = AtomicUsize::new(workers);
     thread::scope(|scope| {
         for _ in 0..workers {
-            let shared = &shared;
-            scope.spawn(move || work(shared, scope, Buffer::Huge(new_buffer())));
+            let (queue, readers, tx) = (&queue, &readers, tx.clone());
+            scope.spawn(move || {
+                guard(tx, |tx, batch| {
+                    work(queue, readers, tx, batch, scope, Buffer::Huge(new_buffer()));
+                });
+            });
         }
-        collect(&rx, jobs.len(), &shared.stop, sink);
+        // The workers hold the only senders now (see `queue`).
+        drop(tx);
+        collect(&queue, &rx, sink);
     });
 }
 
-fn work<'s, 'e>(shared: &'s Shared<'e>, scope: &'s Scope<'s, 'e>, mut buf: Buffer) {
+/// Hash files from `queue` until it is empty; what is left in `batch` at the
+/// end is sent by [`guard`].
+fn work<'s, 'e>(
+    queue: &'s Queue<'e>,
+    readers: &'s AtomicUsize,
+    tx: &mpsc::Sender<Batch>,
+    batch: &mut Batch,
+    scope: &'s Scope<'s, 'e>,
+    mut buf: Buffer,
+) {
     let _hashing = Hashing::start(1);
     let grow = || {
         // Claim a reader slot first, so racing threads cannot overshoot.
-        let n = shared.readers.fetch_add(1, Ordering::Relaxed);
-        let more_work = shared.cursor.load(Ordering::Relaxed) < shared.order.len();
-        if n < MAX_READERS && more_work {
-            let spawned = thread::Builder::new()
-                .spawn_scoped(scope, move || work(shared, scope, Buffer::small()));
+        let n = readers.fetch_add(1, Ordering::Relaxed);
+        if n < MAX_READERS && queue.has_more() {
+            let tx = tx.clone();
+            let spawned = thread::Builder::new().spawn_scoped(scope, move || {
+                guard(tx, |tx, batch| {
+                    work(queue, readers, tx, batch, scope, Buffer::small());
+                });
+            });
             if spawned.is_ok() {
                 return;
             }
         }
-        shared.readers.fetch_sub(1, Ordering::Relaxed);
+        readers.fetch_sub(1, Ordering::Relaxed);
     };
-    let mut batch = Batch::with_capacity(BATCH);
-    while !shared.stop.load(Ordering::Relaxed) {
-        let Some(&i) = shared
-            .order
-            .get(shared.cursor.fetch_add(1, Ordering::Relaxed))
-        else {
-            break;
-        };
-        let job = &shared.jobs[i];
+    batch.reserve(BATCH);
+    while let Some(i) = queue.next() {
+        let job = &queue.files[i];
+        test_hook(job);
         let small = job.size < SMALL_FILE;
         let on_block: Option<&dyn Fn()> = if small { Some(&grow) } else { None };
-        batch.push((i, hash(&job.request(&shared.stop, on_block), &mut buf)));
-        if (batch.len() >= BATCH || !small) && shared.tx.send(std::mem::take(&mut batch)).is_err() {
+        batch.push((i, hash(&job.request(&queue.stop, on_block), &mut buf)));
+        if (batch.len() >= BATCH || !small) && tx.send(std::mem::take(batch)).is_err() {
             return;
         }
-    }
-    if !batch.is_empty() {
-        let _ = shared.tx.send(batch);
     }
 }

@@ -26,14 +26,15 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
 use io_uring::{opcode, types, IoUring};
 
-use super::threads::{collect, Batch, MAX_READERS};
-use super::{largest_first, Job, Outcome, Sink};
+use super::queue::{collect, guard, test_hook, Batch, Queue};
+use super::threads::MAX_READERS;
+use super::{Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, Hashing, Running};
 
@@ -66,30 +67,18 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
-struct Shared<'a> {
-    jobs: &'a [Job],
-    order: Vec<usize>,
-    cursor: AtomicUsize,
-    stop: AtomicBool,
-    tx: mpsc::Sender<Batch>,
-}
-
-pub(super) fn run(jobs: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
-    let shared = Shared {
-        jobs,
-        order: largest_first(jobs),
-        cursor: AtomicUsize::new(0),
-        stop: AtomicBool::new(false),
-        tx,
-    };
+    let queue = Queue::new(files);
     let slots = (MAX_READERS / workers).max(4);
     thread::scope(|scope| {
         for _ in 0..workers {
-            let shared = &shared;
-            scope.spawn(move || ring_thread(shared, slots));
+            let (queue, tx) = (&queue, tx.clone());
+            scope.spawn(move || guard(tx, |tx, batch| ring_thread(queue, tx, batch, slots)));
         }
-        collect(&rx, jobs.len(), &shared.stop, sink);
+        // The ring threads hold the only senders now (see `queue`).
+        drop(tx);
+        collect(&queue, &rx, sink);
     });
 }
 
@@ -104,38 +93,68 @@ struct Slot {
     buf: Box<[u8]>,
 }
 
+/// A ring's slots. Their names and buffers are the kernel's while requests
+/// on them are in flight, so if the thread unwinds (a bug: see
+/// `queue::guard`) they are leaked, never freed under the kernel.
+struct Slots(Vec<Slot>);
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            std::mem::forget(std::mem::take(&mut self.0));
+        }
+    }
+}
+
+impl std::ops::Deref for Slots {
+    type Target = [Slot];
+    fn deref(&self) -> &[Slot] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    fn deref_mut(&mut self) -> &mut [Slot] {
+        &mut self.0
+    }
+}
+
 /// What a request's `user_data` says: the slot, and whether it was the open.
 fn tag(slot: usize, open: bool) -> u64 {
     (slot as u64) << 1 | u64::from(open)
 }
 
-fn ring_thread(shared: &Shared<'_>, nslots: usize) {
+/// Hash files from `queue` through one ring until it is empty; what is left
+/// in `batch` at the end is sent by [`guard`].
+fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, nslots: usize) {
     let _hashing = Hashing::start(1);
-    let mut batch = Batch::with_capacity(BATCH);
+    batch.reserve(BATCH);
     let mut ring = match IoUring::new((2 * nslots) as u32) {
         Ok(ring) => ring,
         Err(_) => {
             // `available` said yes a moment ago (say, memory for the ring
             // ran out): hash this thread's share the blocking way.
             let mut buf = new_buffer();
-            while let Some(i) = next(shared) {
-                let outcome = hash(&shared.jobs[i].request(&shared.stop, None), &mut buf);
+            while let Some(i) = queue.next() {
+                let outcome = hash(&queue.files[i].request(&queue.stop, None), &mut buf);
                 batch.push((i, outcome));
             }
-            let _ = shared.tx.send(batch);
+            let _ = tx.send(std::mem::take(batch));
             return;
         }
     };
-    let mut slots: Vec<Slot> = (0..nslots)
-        .map(|_| Slot {
-            job: 0,
-            name: CString::default(),
-            fd: None,
-            size: 0,
-            run: Running::default(),
-            buf: vec![0; BLOCK].into_boxed_slice(),
-        })
-        .collect();
+    let mut slots: Slots = Slots(
+        (0..nslots)
+            .map(|_| Slot {
+                job: 0,
+                name: CString::default(),
+                fd: None,
+                size: 0,
+                run: Running::default(),
+                buf: vec![0; BLOCK].into_boxed_slice(),
+            })
+            .collect(),
+    );
     let mut free: Vec<usize> = (0..nslots).rev().collect();
     let mut in_flight = 0usize;
     let mut draining = false;
@@ -153,8 +172,9 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                 break;
             }
             let Some(&s) = free.last() else { break };
-            let Some(i) = next(shared) else { break };
-            let job = &shared.jobs[i];
+            let Some(i) = queue.next() else { break };
+            let job = &queue.files[i];
+            test_hook(job);
             let dir = job.dir.as_ref().map(|d| d.0.as_raw_fd());
             let name = match (dir, job.path.file_name()) {
                 (Some(_), Some(name)) if !job.follow => name.as_bytes(),
@@ -167,11 +187,11 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                 // Roots, manifest entries, `-L`: the blocking path looks before
                 // it opens, which a queued `openat` cannot.
                 let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                batch.push((i, hash(&job.request(&shared.stop, None), buf)));
+                batch.push((i, hash(&job.request(&queue.stop, None), buf)));
                 if batch.len() >= BATCH || in_flight == 0 {
                     // Deliver what is done (`| head` should not wait for the
                     // thread's whole share of command-line files).
-                    if shared.tx.send(std::mem::take(&mut batch)).is_err() {
+                    if tx.send(std::mem::take(batch)).is_err() {
                         draining = true;
                     }
                 }
@@ -197,7 +217,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             in_flight += 1;
         }
         let flush = batch.len() >= BATCH || (in_flight == 0 && !batch.is_empty());
-        if flush && shared.tx.send(std::mem::take(&mut batch)).is_err() {
+        if flush && tx.send(std::mem::take(batch)).is_err() {
             draining = true;
         }
         if in_flight == 0 {
@@ -217,10 +237,10 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
             // The files nobody has taken yet are hashed the blocking way:
             // the other rings may have ended already.
             let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-            while let Some(i) = next(shared) {
-                batch.push((i, hash(&shared.jobs[i].request(&shared.stop, None), buf)));
+            while let Some(i) = queue.next() {
+                batch.push((i, hash(&queue.files[i].request(&queue.stop, None), buf)));
             }
-            let _ = shared.tx.send(batch);
+            let _ = tx.send(std::mem::take(batch));
             return;
         }
         done.clear();
@@ -241,7 +261,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                             size: slot.size,
                         };
                         let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                        Ok(hasher::hash_opened(&opened, buf, &shared.stop, None)?)
+                        Ok(hasher::hash_opened(&opened, buf, &queue.stop, None)?)
                     })
                 });
                 if ok && slot.size >= hasher::MAP_MIN {
@@ -251,7 +271,7 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                 }
                 outcome
             } else {
-                read(slot, res, &shared.stop)
+                read(slot, res, &queue.stop)
             };
             match finished {
                 Some(outcome) => {
@@ -277,20 +297,10 @@ fn ring_thread(shared: &Shared<'_>, nslots: usize) {
                 }
             }
         }
-        if shared.stop.load(Ordering::Relaxed) {
+        if queue.stop.load(Ordering::Relaxed) {
             draining = true;
         }
     }
-}
-
-fn next(shared: &Shared<'_>) -> Option<usize> {
-    if shared.stop.load(Ordering::Relaxed) {
-        return None;
-    }
-    shared
-        .order
-        .get(shared.cursor.fetch_add(1, Ordering::Relaxed))
-        .copied()
 }
 
 fn errno(res: i32) -> ErrorKind {

@@ -1,0 +1,87 @@
+//! A pool of worker processes, fed file paths over pipes.
+//!
+//! The parent re-executes its own binary as workers, marked by the
+//! environment variable [`WORKER_ENV`] (see [`is_worker`]; no argument can
+//! turn a run into a worker). Each worker reads requests on stdin — a job id,
+//! a follow flag and the raw bytes of a path, length-prefixed so any name
+//! survives — and answers on stdout with the id and either the digest and
+//! size or the error.
+//!
+//! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
+//! hashing, one queued so it never waits for the parent) — or, once its last
+//! answer showed a small file (the walk does not `stat`, so sizes are learnt
+//! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
+//! order, as it answers. Workers answer small files in groups of a quarter
+//! batch, so the parent refills a worker's queue before it runs dry, at one
+//! pipe round trip per group rather than per file. One reader thread per worker turns its
+//! answers into events on a channel; the calling thread alone owns the queue and
+//! the workers, so there is no shared mutable state.
+//!
+//! Failure handling, the point of using processes at all:
+//! - A worker that crashes or is killed closes its stdout. Its unfinished files
+//!   go back to the front of the queue, a replacement worker is started, and a
+//!   notice goes to stderr. Those files become suspects, each retried alone
+//!   on a worker; a suspect that kills a worker again while alone is reported
+//!   as an error instead (it is what kills workers), so a poisonous file
+//!   cannot loop forever, innocent files in its batch are not blamed, and the
+//!   exit status says so.
+//! - Workers never outlive the parent: each asks the kernel for `SIGKILL` when
+//!   its parent dies (`PR_SET_PDEATHSIG`), and exits at end of input anyway.
+//!   Ctrl-C reaches the whole process group.
+//!
+//! The code is in three parts: [`wire`], the byte format of requests and
+//! answers on the pipes; [`worker`], the loop a worker process runs; and
+//! [`pool`], the parent's side that starts, feeds and replaces workers. This
+//! file holds what they share: the tunables and how a worker knows it is one.
+
+mod pool;
+mod wire;
+mod worker;
+
+pub(super) use pool::run;
+pub use worker::worker_main;
+
+/// Set, to the parent's pid, in the environment of the workers a `hash-procs`
+/// starts.
+pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
+
+/// Files a worker always holds when there is work: one hashing, one queued, so
+/// it never waits for the parent between two files.
+const DEPTH: usize = 2;
+
+/// Small files are handed out in batches, so that 20 k files of 4 KiB do not
+/// cost 20 k round trips: a worker may hold up to this many files...
+const MAX_BATCH: usize = 256;
+
+/// ...as long as what it holds stays under this many bytes. Large files (which
+/// come first) therefore go two at a time, keeping the tail balanced.
+const BATCH_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A file lost with [`MAX_ATTEMPTS`] dying workers, the last time hashed alone,
+/// is reported instead of retried.
+const MAX_ATTEMPTS: u8 = 2;
+
+/// Workers answer files at least this large at once, smaller ones per batch.
+const ANSWER_AT_ONCE: u64 = 64 * 1024;
+
+/// Whether this process is a worker: [`WORKER_ENV`] names our parent, and the
+/// parent runs the very same executable as we do (same inode behind
+/// `/proc/PID/exe`). An environment variable left over in a shell, or a
+/// `hash-procs` started by anything but `hash-procs`, is therefore an
+/// ordinary run.
+pub fn is_worker() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some(parent) = std::env::var_os(WORKER_ENV) else {
+        return false;
+    };
+    // (0 when the parent is outside our pid namespace: no match then.)
+    let ppid = rustix::process::Pid::as_raw(rustix::process::getppid());
+    if parent.to_str() != Some(&ppid.to_string()) {
+        return false;
+    }
+    let inode = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
+    match (inode("/proc/self/exe"), inode(&format!("/proc/{ppid}/exe"))) {
+        (Ok(me), Ok(parent)) => me == parent,
+        _ => false,
+    }
+}

@@ -1,0 +1,412 @@
+//! The parent's side: start workers, feed them, collect answers, replace
+//! the ones that die.
+//!
+//! The calling thread alone owns the queue and the workers; one reader thread
+//! per worker turns its answers into [`Event`]s on a channel. Scheduling and
+//! failure handling are described in the [module doc](super).
+
+use std::collections::VecDeque;
+use std::io::{BufReader, BufWriter, Write};
+use std::ops::ControlFlow;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+
+use super::wire::{read_response, write_request};
+use super::{ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_ENV};
+use crate::error::ErrorKind;
+use crate::strategy::{largest_first, Job, Outcome, Sink};
+
+enum Event {
+    /// Answers read from one worker in one go (a batch of small files costs
+    /// one wake-up of the parent, not one per file).
+    Done {
+        worker: usize,
+        answers: Vec<(u32, Outcome)>,
+    },
+    Gone {
+        worker: usize,
+    },
+}
+
+struct Worker {
+    child: Child,
+    /// `None` once we have told the worker there is no more work.
+    stdin: Option<BufWriter<ChildStdin>>,
+    /// Ids sent and not yet answered, oldest first.
+    in_flight: VecDeque<u32>,
+    /// Planned bytes of `in_flight`.
+    in_flight_bytes: u64,
+    /// Whether its last answer was a small file: the walk does not `stat`
+    /// files, so batches grow on evidence that files here are small.
+    small: bool,
+}
+
+struct Pool<'a, 's> {
+    tool: &'a str,
+    exe: PathBuf,
+    files: &'a [Job],
+    sink: &'a mut Sink<'s>,
+    queue: VecDeque<u32>,
+    attempts: Vec<u8>,
+    workers: Vec<Option<Worker>>,
+    spawns_left: usize,
+    remaining: usize,
+    events: mpsc::Sender<Event>,
+    /// Whether the plan knows file sizes (then batches are bounded by bytes
+    /// from the start, largest files first).
+    sized: bool,
+    /// Sizes as far as known: from the plan, or looked up here when a file
+    /// would join a batch (see [`Pool::size_of`]).
+    sizes: Vec<Option<u64>>,
+}
+
+pub(in crate::strategy) fn run(tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+    if files.is_empty() {
+        return;
+    }
+    // /proc/self/exe stays this very binary even if the file is replaced
+    // (rebuilt, upgraded) during the run; a path would not.
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    let exe = match proc_exe
+        .exists()
+        .then_some(proc_exe)
+        .map_or_else(std::env::current_exe, Ok)
+    {
+        Ok(exe) => exe,
+        Err(e) => {
+            let why = format!("cannot find own executable to start workers: {e}");
+            for i in 0..files.len() {
+                if sink(i, Err(ErrorKind::WorkerDied(why.clone()))).is_break() {
+                    return;
+                }
+            }
+            return;
+        }
+    };
+    assert!(files.len() <= u32::MAX as usize, "more than 2^32 files");
+    let (events, rx) = mpsc::channel();
+    let mut pool = Pool {
+        tool,
+        exe,
+        files,
+        sink,
+        queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
+        attempts: vec![0; files.len()],
+        workers: Vec::new(),
+        // Enough to replace every worker a few times; a binary whose workers
+        // die on start-up must not respawn forever.
+        spawns_left: workers * 4 + 4,
+        remaining: files.len(),
+        events,
+        sized: files.iter().any(|j| j.size > 0),
+        sizes: vec![None; files.len()],
+    };
+    if pool.sized {
+        pool.sizes = files.iter().map(|j| Some(j.size)).collect();
+    }
+    for _ in 0..workers {
+        pool.spawn();
+    }
+    pool.feed_all();
+    let flow = pool.event_loop(&rx);
+    pool.shutdown(flow.is_break());
+}
+
+impl Pool<'_, '_> {
+    /// The size of job `id`, for batching. The walk does not `stat` (it cost
+    /// the serial phase 15 % on small files), so a file that would join a
+    /// batch beyond the first [`DEPTH`] is looked up here, relative to its
+    /// directory, while the workers hash: a batch must not take a tree's
+    /// largest files to one worker (`mixed` hashed at 1.14x `hash-serial`
+    /// when its three models, right after its config files, went together).
+    fn size_of(files: &[Job], sizes: &mut [Option<u64>], id: u32, held: usize) -> u64 {
+        let i = id as usize;
+        if let Some(size) = sizes[i] {
+            return size;
+        }
+        if held < DEPTH {
+            return 0; // joins anyway; nothing to decide
+        }
+        let job = &files[i];
+        let size = match (&job.dir, job.path.file_name()) {
+            (Some(dir), Some(name)) if !job.follow => {
+                rustix::fs::statat(&*dir.0, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| st.st_size as u64)
+                    .ok()
+            }
+            _ => std::fs::metadata(&job.path).map(|m| m.len()).ok(),
+        };
+        // Unknown (vanished, unreadable): the worker will say; batch it alone.
+        let size = size.unwrap_or(BATCH_BYTES);
+        sizes[i] = Some(size);
+        size
+    }
+
+    fn event_loop(&mut self, rx: &mpsc::Receiver<Event>) -> ControlFlow<()> {
+        while self.remaining > 0 {
+            if self.live_workers() == 0 {
+                self.fail_queue("no worker process could be started")?;
+                break;
+            }
+            // Every live worker has a reader thread holding a sender, and a
+            // worker's reader always ends with `Gone`, so this cannot block forever.
+            let Ok(event) = rx.recv() else { break };
+            match event {
+                Event::Done { worker, answers } => {
+                    for (id, outcome) in answers {
+                        if let Some(w) = self.workers[worker].as_mut() {
+                            if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
+                                w.in_flight.remove(pos);
+                                w.in_flight_bytes -= self.sizes[id as usize].unwrap_or(0);
+                            }
+                            w.small = outcome.as_ref().is_ok_and(|d| d.size < ANSWER_AT_ONCE);
+                        }
+                        self.report(id, outcome)?;
+                    }
+                    self.feed(worker);
+                }
+                Event::Gone { worker } => self.bury(worker)?,
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn live_workers(&self) -> usize {
+        self.workers.iter().flatten().count()
+    }
+
+    fn report(&mut self, id: u32, outcome: Outcome) -> ControlFlow<()> {
+        self.remaining -= 1;
+        (self.sink)(id as usize, outcome)
+    }
+
+    fn spawn(&mut self) {
+        if self.spawns_left == 0 {
+            return;
+        }
+        self.spawns_left -= 1;
+        let parent = std::process::id();
+        let mut cmd = Command::new(&self.exe);
+        cmd.env(WORKER_ENV, parent.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        // SAFETY: between fork and exec only async-signal-safe calls are made
+        // (the prctl and getppid system calls; an error is an errno value),
+        // and no memory is allocated or locked.
+        unsafe {
+            cmd.pre_exec(move || {
+                use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+                set_parent_process_death_signal(Some(Signal::KILL))?;
+                // The parent may have died before the request took effect:
+                // the child ends here, before exec (std makes it exit 1).
+                if Pid::as_raw(getppid()) as u32 != parent {
+                    return Err(rustix::io::Errno::SRCH.into());
+                }
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!("{}: cannot start a worker process: {e}", self.tool);
+                return;
+            }
+        };
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return;
+        };
+        let index = self.workers.len();
+        let events = self.events.clone();
+        thread::spawn(move || {
+            let mut r = BufReader::with_capacity(64 * 1024, stdout);
+            let mut answers = Vec::new();
+            loop {
+                let answer = read_response(&mut r);
+                let end = !matches!(answer, Ok(Some(_)));
+                if let Ok(Some(a)) = answer {
+                    answers.push(a);
+                }
+                // Everything already read goes to the parent together.
+                if (end || r.buffer().is_empty()) && !answers.is_empty() {
+                    let done = Event::Done {
+                        worker: index,
+                        answers: std::mem::take(&mut answers),
+                    };
+                    if events.send(done).is_err() {
+                        return;
+                    }
+                }
+                if end {
+                    break;
+                }
+            }
+            let _ = events.send(Event::Gone { worker: index });
+        });
+        self.workers.push(Some(Worker {
+            child,
+            stdin: Some(BufWriter::new(stdin)),
+            in_flight: VecDeque::new(),
+            in_flight_bytes: 0,
+            small: false,
+        }));
+    }
+
+    /// Top up one worker (see the module doc); close its input when the queue
+    /// is dry.
+    fn feed(&mut self, index: usize) {
+        // Never batch more than a fair share of what is left, so that with few
+        // files every worker still gets some.
+        let share = self.queue.len() / self.live_workers().max(1);
+        let batch = MAX_BATCH.min(share).max(DEPTH);
+        let Some(w) = self.workers[index].as_mut() else {
+            return;
+        };
+        let Some(stdin) = w.stdin.as_mut() else {
+            return;
+        };
+        let mut sent = false;
+        while let Some(&id) = self.queue.front() {
+            let size = Pool::size_of(self.files, &mut self.sizes, id, w.in_flight.len());
+            let held = w.in_flight.len();
+            // A suspect (lost with a dying worker before) travels alone, so a
+            // second crash points at it and at nothing else.
+            let suspect = |id: &u32| self.attempts[*id as usize] > 0;
+            let room = if suspect(&id) || w.in_flight.iter().any(suspect) {
+                held == 0
+            } else {
+                held < DEPTH
+                    || ((w.small || self.sized)
+                        && held < batch
+                        && w.in_flight_bytes + size <= BATCH_BYTES)
+            };
+            if !room {
+                break;
+            }
+            if write_request(stdin, id, &self.files[id as usize]).is_err() {
+                // The worker is dying; its reader will report it gone.
+                return;
+            }
+            self.queue.pop_front();
+            w.in_flight.push_back(id);
+            w.in_flight_bytes += size;
+            sent = true;
+        }
+        if sent && stdin.flush().is_err() {
+            return;
+        }
+        if self.queue.is_empty() && w.in_flight.is_empty() {
+            w.stdin = None; // end of input: the worker exits
+        }
+    }
+
+    fn feed_all(&mut self) {
+        for i in 0..self.workers.len() {
+            self.feed(i);
+        }
+    }
+
+    /// A worker's output closed: collect it, requeue or fail what it held.
+    fn bury(&mut self, index: usize) -> ControlFlow<()> {
+        let Some(mut w) = self.workers[index].take() else {
+            return ControlFlow::Continue(());
+        };
+        drop(w.stdin.take());
+        let status = w.child.wait();
+        if w.in_flight.is_empty() && status.as_ref().is_ok_and(ExitStatus::success) {
+            return ControlFlow::Continue(()); // finished its share normally
+        }
+        let why = match &status {
+            Ok(s) => describe(*s),
+            Err(e) => format!("could not be waited for ({e})"),
+        };
+        // Answers are sent in batches, so any unanswered file may be the one
+        // that was being hashed: all become suspects and are retried alone
+        // (see `feed`). A file that kills a worker while alone, after an
+        // earlier loss, is the culprit and is reported.
+        let alone = w.in_flight.len() == 1;
+        let mut retried = 0;
+        for &id in w.in_flight.iter().rev() {
+            self.attempts[id as usize] += 1;
+            if alone && self.attempts[id as usize] >= MAX_ATTEMPTS {
+                self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
+            } else {
+                self.queue.push_front(id);
+                retried += 1;
+            }
+        }
+        if retried > 0 {
+            eprintln!(
+                "{}: worker process {} {}; {} file(s) retried on another worker",
+                self.tool,
+                w.child.id(),
+                why,
+                retried
+            );
+        } else {
+            eprintln!("{}: worker process {} {}", self.tool, w.child.id(), why);
+        }
+        if !self.queue.is_empty() {
+            self.spawn();
+            self.feed_all();
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn fail_queue(&mut self, why: &str) -> ControlFlow<()> {
+        while let Some(id) = self.queue.pop_front() {
+            self.report(id, Err(ErrorKind::WorkerDied(why.to_owned())))?;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn shutdown(&mut self, abandon: bool) {
+        for w in self.workers.iter_mut().flatten() {
+            drop(w.stdin.take());
+            if abandon {
+                let _ = w.child.kill();
+            }
+            let _ = w.child.wait();
+        }
+    }
+}
+
+/// "was killed by signal 9 (SIGKILL)" / "exited with status 3".
+fn describe(status: ExitStatus) -> String {
+    if let Some(sig) = status.signal() {
+        let name = match sig {
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGABRT => " (SIGABRT)",
+            libc::SIGSEGV => " (SIGSEGV)",
+            libc::SIGTERM => " (SIGTERM)",
+            libc::SIGBUS => " (SIGBUS)",
+            _ => "",
+        };
+        format!("was killed by signal {sig}{name}")
+    } else {
+        match status.code() {
+            Some(code) => format!("exited with status {code} before finishing"),
+            None => "ended abnormally".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_names_signals_and_codes() {
+        assert_eq!(
+            describe(ExitStatus::from_raw(9)),
+            "was killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(
+            describe(ExitStatus::from_raw(3 << 8)),
+            "exited with status 3 before finishing"
+        );
+    }
+}

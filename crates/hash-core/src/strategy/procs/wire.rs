@@ -1,0 +1,211 @@
+//! The wire format between the parent and a worker process.
+//!
+//! A request is a job id, a follow flag and the raw bytes of a path,
+//! length-prefixed so that any name survives (no escaping, no UTF-8); an
+//! answer is the id and either the digest and size or the error, tagged. Both
+//! sides read with `read_exact`, so a truncated message is an error and only a
+//! clean end between two messages is the end of input. Kept apart from the
+//! processes so the format can be read, and tested, on its own.
+
+use std::ffi::OsStr;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::error::ErrorKind;
+use crate::hasher::FileDigest;
+use crate::strategy::{Job, Outcome};
+
+/// A request: hash this path.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Request {
+    pub(super) id: u32,
+    pub(super) follow: bool,
+    pub(super) path: PathBuf,
+}
+
+pub(super) fn write_request(w: &mut impl Write, id: u32, job: &Job) -> io::Result<()> {
+    let path = job.path.as_os_str().as_bytes();
+    let len = u32::try_from(path.len()).map_err(|_| io::Error::other("path too long"))?;
+    w.write_all(&id.to_le_bytes())?;
+    w.write_all(&[job.follow as u8])?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(path)
+}
+
+/// The next request, or `None` at a clean end of input.
+pub(super) fn read_request(r: &mut impl Read) -> io::Result<Option<Request>> {
+    let mut head = [0u8; 9];
+    match r.read_exact(&mut head[..1]) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        other => other?,
+    }
+    r.read_exact(&mut head[1..])?;
+    let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
+    let follow = head[4] != 0;
+    let len = u32::from_le_bytes(head[5..9].try_into().unwrap()) as usize;
+    let mut path = vec![0; len];
+    r.read_exact(&mut path)?;
+    let path = PathBuf::from(OsStr::from_bytes(&path));
+    Ok(Some(Request { id, follow, path }))
+}
+
+const TAG_OK: u8 = 0;
+const TAG_ERRNO: u8 = 1;
+const TAG_NOT_REGULAR: u8 = 2;
+const TAG_MESSAGE: u8 = 3;
+
+pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> io::Result<()> {
+    w.write_all(&id.to_le_bytes())?;
+    match outcome {
+        Ok(d) => {
+            w.write_all(&[TAG_OK])?;
+            w.write_all(&d.digest)?;
+            w.write_all(&d.size.to_le_bytes())
+        }
+        Err(ErrorKind::Io(e)) if e.raw_os_error().is_some() => {
+            w.write_all(&[TAG_ERRNO])?;
+            w.write_all(&e.raw_os_error().unwrap_or(0).to_le_bytes())
+        }
+        Err(ErrorKind::NotRegular) => w.write_all(&[TAG_NOT_REGULAR]),
+        Err(other) => {
+            let msg = other.to_string();
+            w.write_all(&[TAG_MESSAGE])?;
+            w.write_all(&(msg.len() as u32).to_le_bytes())?;
+            w.write_all(msg.as_bytes())
+        }
+    }
+}
+
+/// The next response, or `None` at a clean end of input.
+pub(super) fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head[..1]) {
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        other => other?,
+    }
+    r.read_exact(&mut head[1..])?;
+    let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
+    let outcome = match head[4] {
+        TAG_OK => {
+            let mut body = [0u8; 40];
+            r.read_exact(&mut body)?;
+            Ok(FileDigest {
+                digest: body[..32].try_into().unwrap(),
+                size: u64::from_le_bytes(body[32..].try_into().unwrap()),
+            })
+        }
+        TAG_ERRNO => {
+            let mut code = [0u8; 4];
+            r.read_exact(&mut code)?;
+            Err(ErrorKind::Io(io::Error::from_raw_os_error(
+                i32::from_le_bytes(code),
+            )))
+        }
+        TAG_NOT_REGULAR => Err(ErrorKind::NotRegular),
+        TAG_MESSAGE => {
+            let mut len = [0u8; 4];
+            r.read_exact(&mut len)?;
+            let mut msg = vec![0; u32::from_le_bytes(len) as usize];
+            r.read_exact(&mut msg)?;
+            Err(ErrorKind::Io(io::Error::other(
+                String::from_utf8_lossy(&msg).into_owned(),
+            )))
+        }
+        tag => return Err(io::Error::other(format!("bad response tag {tag}"))),
+    };
+    Ok(Some((id, outcome)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_with_raw_bytes() {
+        let path = PathBuf::from(OsStr::from_bytes(b"d/\xff\nname\\x"));
+        let job = Job::new(path.clone(), 3, true);
+        let mut wire = Vec::new();
+        write_request(&mut wire, 7, &job).unwrap();
+        write_request(
+            &mut wire,
+            8,
+            &Job {
+                follow: false,
+                ..job
+            },
+        )
+        .unwrap();
+        let mut r = &wire[..];
+        assert_eq!(
+            read_request(&mut r).unwrap(),
+            Some(Request {
+                id: 7,
+                follow: true,
+                path: path.clone()
+            })
+        );
+        assert_eq!(
+            read_request(&mut r).unwrap(),
+            Some(Request {
+                id: 8,
+                follow: false,
+                path
+            })
+        );
+        assert_eq!(read_request(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn a_truncated_request_is_an_error_not_a_clean_end() {
+        let job = Job::new(PathBuf::from("abc"), 0, false);
+        let mut wire = Vec::new();
+        write_request(&mut wire, 1, &job).unwrap();
+        for cut in 1..wire.len() {
+            assert!(read_request(&mut &wire[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn responses_round_trip_every_kind() {
+        let ok = FileDigest {
+            digest: [0xab; 32],
+            size: 1 << 40,
+        };
+        let mut wire = Vec::new();
+        write_response(&mut wire, 1, &Ok(ok)).unwrap();
+        write_response(
+            &mut wire,
+            2,
+            &Err(io::Error::from_raw_os_error(libc::EACCES).into()),
+        )
+        .unwrap();
+        write_response(&mut wire, 3, &Err(ErrorKind::NotRegular)).unwrap();
+        write_response(&mut wire, 4, &Err(io::Error::other("odd").into())).unwrap();
+        let mut r = &wire[..];
+        assert_eq!(read_response(&mut r).unwrap().unwrap().1.unwrap(), ok);
+        let (id, e) = read_response(&mut r).unwrap().unwrap();
+        assert_eq!(id, 2);
+        assert_eq!(e.unwrap_err().to_string(), "Permission denied");
+        assert!(matches!(
+            read_response(&mut r).unwrap().unwrap().1,
+            Err(ErrorKind::NotRegular)
+        ));
+        assert_eq!(
+            read_response(&mut r)
+                .unwrap()
+                .unwrap()
+                .1
+                .unwrap_err()
+                .to_string(),
+            "odd"
+        );
+        assert!(read_response(&mut r).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_unknown_tag_is_an_error() {
+        let wire = [1, 0, 0, 0, 99];
+        assert!(read_response(&mut &wire[..]).is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! The worker process: read requests on stdin, hash, answer on stdout.
+//!
+//! A worker is the same binary started by the pool (see [`super::is_worker`]);
+//! it hashes one file at a time and batches the answers to small files so the
+//! parent wakes once per batch. It holds no state besides its read buffer and
+//! the last directory it opened, so a worker that dies loses nothing but the
+//! files it held, which the pool retries.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::thread;
+use std::time::Duration;
+
+use super::wire::{read_request, write_response, Request};
+use super::{ANSWER_AT_ONCE, MAX_BATCH};
+use crate::hasher::{hash, hash_file, new_buffer, Hashing, NEVER};
+use crate::strategy::{DirFd, Job, Outcome};
+
+/// Test hooks (read by workers only, compiled into debug builds only, which
+/// is what `cargo test` runs; documented in the tests that use them):
+/// abort when asked to hash a path ending with this value...
+#[cfg(debug_assertions)]
+const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
+/// ...and sleep this many milliseconds before each file.
+#[cfg(debug_assertions)]
+const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
+/// ...and write its pid to this FIFO once it holds work (tests wait on it).
+#[cfg(debug_assertions)]
+const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
+
+/// The worker's main loop: answer requests until stdin closes.
+pub fn worker_main() -> ExitCode {
+    #[cfg(debug_assertions)]
+    let (abort_on, delay) = (
+        std::env::var_os(HOOK_ABORT),
+        std::env::var(HOOK_DELAY)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis),
+    );
+    #[cfg(not(debug_assertions))]
+    let (abort_on, delay): (Option<std::ffi::OsString>, Option<Duration>) = (None, None);
+    #[cfg(debug_assertions)]
+    let mut ready = std::env::var_os(HOOK_READY);
+    // Own the descriptors directly rather than through std's locked handles.
+    let (Ok(input), Ok(output)) = (
+        io::stdin().as_fd().try_clone_to_owned(),
+        io::stdout().as_fd().try_clone_to_owned(),
+    ) else {
+        return ExitCode::FAILURE;
+    };
+    let mut input = BufReader::new(File::from(input));
+    let mut output = BufWriter::new(File::from(output));
+    let _hashing = Hashing::start(1);
+    let mut buf = new_buffer();
+    let mut dirs = LastDir::default();
+    let mut unsent = 0usize;
+    loop {
+        let req = match read_request(&mut input) {
+            Ok(Some(req)) => req,
+            Ok(None) => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
+        };
+        #[cfg(debug_assertions)]
+        if let Some(fifo) = ready.take() {
+            let pid = format!("{}\n", std::process::id());
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .open(fifo)
+                .and_then(|mut f| f.write_all(pid.as_bytes()));
+        }
+        if let Some(name) = &abort_on {
+            if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
+                std::process::abort();
+            }
+        }
+        if let Some(delay) = delay {
+            thread::sleep(delay);
+        }
+        let outcome = dirs.hash(&req, &mut buf);
+        if write_response(&mut output, req.id, &outcome).is_err() {
+            return ExitCode::FAILURE;
+        }
+        // Answers to small files are sent together (one write per batch,
+        // not per 4 KiB file): when no request is waiting, or after a
+        // quarter of a batch, so the parent refills the queue before it runs
+        // dry; a large file is answered at once so the parent can send more
+        // work without delay.
+        unsent += 1;
+        let batch_done = input.buffer().is_empty() || unsent >= MAX_BATCH / 4;
+        let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
+        if batch_done || large {
+            if output.flush().is_err() {
+                return ExitCode::FAILURE;
+            }
+            unsent = 0;
+        }
+    }
+}
+
+/// The directory of the last file a worker opened, kept open: files come in
+/// path order, so most share their directory with the one before, and
+/// opening them relative to it skips the lookup of every ancestor (the
+/// threads strategy gets the same from the walk's descriptors).
+#[derive(Default)]
+struct LastDir {
+    path: PathBuf,
+    fd: Option<DirFd>,
+}
+
+impl LastDir {
+    fn hash(&mut self, req: &Request, buf: &mut [u8]) -> Outcome {
+        let parent = match req.path.parent() {
+            Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
+            _ => return hash_file(&req.path, req.follow, buf),
+        };
+        if self.fd.is_none() || self.path != parent {
+            use rustix::fs::{open, Mode, OFlags};
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            self.fd = open(parent, flags, Mode::empty())
+                .ok()
+                .map(|fd| DirFd(std::sync::Arc::new(fd)));
+            self.path = parent.to_path_buf();
+        }
+        let job = Job {
+            dir: self.fd.clone(),
+            ..Job::new(req.path.clone(), 0, false)
+        };
+        hash(&job.request(&NEVER, None), buf)
+    }
+}

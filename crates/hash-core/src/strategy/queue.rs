@@ -1,0 +1,225 @@
+//! The work queue and the result collector of the in-process thread pools
+//! (`threads`, and `uring`'s ring threads), written once for both.
+//!
+//! The queue is an atomic cursor over the largest-first order: taking the
+//! next file is one `fetch_add`, with no lock to contend on even for 20 k tiny
+//! files. Results go over a channel to the calling thread, the single writer,
+//! in batches: one wake-up of the writer per file cost more than hashing a
+//! 4 KiB file on a two-core machine, where the writer competes for a core.
+//!
+//! Each worker thread owns its own [`mpsc::Sender`], so the channel closes
+//! when the last worker ends, whether it returned or panicked (a bug; see
+//! [`guard`]). The collector knows the end by counting results; should the
+//! channel close first, it reports the files no batch brought back (the one
+//! a panicking worker was on, and whatever else it had taken) as errors
+//! instead of waiting for them forever.
+
+use std::io;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use super::{largest_first, Job, Outcome, Sink};
+use crate::error::ErrorKind;
+
+/// Results a worker sends the writer at once.
+pub(super) type Batch = Vec<(usize, Outcome)>;
+
+/// The files of a run, handed out largest first, and the flag that stops it.
+pub(super) struct Queue<'a> {
+    /// Every file of the run; results carry indices into it.
+    pub(super) files: &'a [Job],
+    order: Vec<usize>,
+    cursor: AtomicUsize,
+    /// Set when the writer stops the run: workers stop between two files
+    /// and in the middle of one, so a huge file is not finished for nobody.
+    pub(super) stop: AtomicBool,
+}
+
+impl<'a> Queue<'a> {
+    /// A queue of `files`, largest first.
+    pub(super) fn new(files: &'a [Job]) -> Queue<'a> {
+        Queue {
+            files,
+            order: largest_first(files),
+            cursor: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    /// The index of the next file to hash; `None` once every file is taken
+    /// or the run was stopped.
+    pub(super) fn next(&self) -> Option<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.order
+            .get(self.cursor.fetch_add(1, Ordering::Relaxed))
+            .copied()
+    }
+
+    /// Whether some file has not been taken yet.
+    pub(super) fn has_more(&self) -> bool {
+        self.cursor.load(Ordering::Relaxed) < self.order.len()
+    }
+}
+
+/// Feed the results arriving in batches on `rx` to `sink` until every file of
+/// `queue` is reported, setting `queue.stop` when the sink says stop. If every
+/// worker is gone first (the channel closed: one panicked), the files never
+/// reported go to `sink` as errors.
+pub(super) fn collect(queue: &Queue<'_>, rx: &mpsc::Receiver<Batch>, sink: &mut Sink<'_>) {
+    let mut left = queue.files.len();
+    let mut reported = vec![false; left];
+    while left > 0 {
+        let Ok(batch) = rx.recv() else {
+            for i in (0..reported.len()).filter(|&i| !reported[i]) {
+                if sink(i, Err(lost())).is_break() {
+                    return;
+                }
+            }
+            return;
+        };
+        left -= batch.len();
+        for (i, outcome) in batch {
+            reported[i] = true;
+            if let ControlFlow::Break(()) = sink(i, outcome) {
+                queue.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+/// The error of a file whose worker died before reporting it.
+pub(super) fn lost() -> ErrorKind {
+    io::Error::other("not hashed: a hashing thread panicked").into()
+}
+
+/// Run a worker's `body` with its sender and its batch of results not sent
+/// yet, ending it quietly if it panics: the panic message is printed (by the
+/// default hook), the results it finished are still sent, its sender is
+/// dropped, and [`collect`] reports the files it held as errors. Uncaught,
+/// the panic would come back out of `thread::scope` and end the whole run
+/// after the fact.
+pub(super) fn guard(tx: mpsc::Sender<Batch>, body: impl FnOnce(&mpsc::Sender<Batch>, &mut Batch)) {
+    let mut batch = Batch::new();
+    let body = std::panic::AssertUnwindSafe(|| body(&tx, &mut batch));
+    let _ = std::panic::catch_unwind(body);
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
+    }
+}
+
+/// Test hook (read in debug builds only, like the worker hooks of `procs`): a
+/// hashing thread panics when it takes a file whose path ends with the value
+/// of this variable, as a bug would.
+#[cfg(debug_assertions)]
+pub(super) const HOOK_PANIC: &str = "HASHRACE_TEST_THREAD_PANIC";
+
+/// Panic if [`HOOK_PANIC`] names `job` (debug builds only).
+pub(super) fn test_hook(job: &Job) {
+    #[cfg(debug_assertions)]
+    {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStrExt;
+        use std::sync::OnceLock;
+        static SUFFIX: OnceLock<Option<OsString>> = OnceLock::new();
+        let suffix = SUFFIX.get_or_init(|| std::env::var_os(HOOK_PANIC));
+        if let Some(suffix) = suffix {
+            let path = job.path.as_os_str().as_bytes();
+            if path.ends_with(suffix.as_bytes()) {
+                panic!("{HOOK_PANIC}: panicking on {}", job.path.display());
+            }
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = job;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hasher::FileDigest;
+    use std::path::PathBuf;
+    use std::thread;
+
+    fn files(n: usize) -> Vec<Job> {
+        (0..n)
+            .map(|i| Job::new(PathBuf::from(format!("f{i}")), 0, false))
+            .collect()
+    }
+
+    const DONE: FileDigest = FileDigest {
+        digest: [7; 32],
+        size: 1,
+    };
+
+    type Worker = fn(&Queue<'_>, &mpsc::Sender<Batch>, &mut Batch);
+
+    /// Run `worker` on two guarded threads and collect what reaches the sink.
+    fn run(n: usize, worker: Worker) -> Vec<(usize, String)> {
+        let files = files(n);
+        let queue = Queue::new(&files);
+        let (tx, rx) = mpsc::channel();
+        let mut got = Vec::new();
+        thread::scope(|scope| {
+            for _ in 0..2 {
+                let (queue, tx) = (&queue, tx.clone());
+                scope.spawn(move || guard(tx, |tx, batch| worker(queue, tx, batch)));
+            }
+            drop(tx);
+            collect(&queue, &rx, &mut |i, outcome| {
+                let text = match outcome {
+                    Ok(d) => format!("ok {}", d.size),
+                    Err(e) => e.to_string(),
+                };
+                got.push((i, text));
+                ControlFlow::Continue(())
+            });
+        });
+        got.sort();
+        got
+    }
+
+    #[test]
+    fn every_file_is_reported_once() {
+        let got = run(50, |queue, tx, batch| {
+            while let Some(i) = queue.next() {
+                batch.push((i, Ok(DONE)));
+                if batch.len() == 3 {
+                    tx.send(std::mem::take(batch)).unwrap();
+                }
+            }
+        });
+        let want: Vec<_> = (0..50).map(|i| (i, "ok 1".to_owned())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_panicking_worker_costs_its_files_not_the_run() {
+        // Whichever thread takes file 2 panics before reporting it (the
+        // message in the test output is expected), with files 0 and 1 in its
+        // batch if it took them; the other thread hashes the rest, and the
+        // collector must not wait for file 2.
+        let got = run(5, |queue, _, batch| {
+            while let Some(i) = queue.next() {
+                assert_ne!(i, 2, "a worker bug (expected by this test)");
+                batch.push((i, Ok(DONE)));
+            }
+        });
+        let mut want: Vec<_> = (0..5).map(|i| (i, "ok 1".to_owned())).collect();
+        want[2].1 = lost().to_string();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_stop_from_the_sink_empties_the_queue() {
+        let files = files(3);
+        let queue = Queue::new(&files);
+        assert_eq!(queue.next(), Some(0));
+        assert!(queue.has_more());
+        queue.stop.store(true, Ordering::Relaxed);
+        assert_eq!(queue.next(), None);
+    }
+}
