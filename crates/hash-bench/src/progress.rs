@@ -14,9 +14,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How often the plain (not a terminal) line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
-/// The bar on a terminal.
-const TEMPLATE: &str = "  {prefix}: [{bar:30}] {binary_bytes} / {binary_total_bytes} \
-                        ({percent} %), {binary_bytes_per_sec}, ETA {eta}";
+/// The line on a terminal: the plain line's figures plus an ETA, and a bar in whatever
+/// width is left (so that the line never wraps).
+const TEMPLATE: &str = "  {prefix}: {binary_bytes} / {binary_total_bytes} ({percent} %), \
+                        {binary_bytes_per_sec}, ETA {eta} [{wide_bar}]";
 
 /// Shared progress counter; see [`Progress::run`].
 #[derive(Debug)]
@@ -143,6 +144,11 @@ mod tests {
         assert!(p
             .line(Duration::from_secs(1))
             .contains("8.0 MiB / 8.0 MiB (100 %)"));
+    }
+
+    #[test]
+    fn terminal_template_is_valid() {
+        assert!(ProgressStyle::with_template(TEMPLATE).is_ok());
     }
 
     #[test]
