@@ -13,11 +13,8 @@
 //!   with `probe`, by actually writing, evicting and measuring a scratch file, which also
 //!   catches overlay filesystems stacked on memory.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -128,26 +125,28 @@ impl ResidencySample {
 /// Every regular file under `path` (or `path` itself if it is a file), sorted. Like
 /// `find -H`: a symlink given as `path` is followed, symlinks below it are not.
 pub fn walk_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     let mut out = Vec::new();
-    if meta.is_file() {
-        out.push(path.to_path_buf());
-    } else if meta.is_dir() {
-        let mut stack = vec![path.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
-                let entry = entry.with_context(|| format!("{}", dir.display()))?;
-                let ft = entry.file_type()?;
-                if ft.is_dir() {
-                    stack.push(entry.path());
-                } else if ft.is_file() {
-                    out.push(entry.path());
-                }
-            }
+    for entry in walkdir::WalkDir::new(path)
+        .follow_root_links(true)
+        .follow_links(false)
+    {
+        let entry = entry.map_err(|e| walk_error(e, path))?;
+        if entry.file_type().is_file() {
+            out.push(entry.into_path());
         }
     }
     out.sort();
     Ok(out)
+}
+
+/// `path: reason`, naming the entry that failed (walkdir's own message repeats the path).
+fn walk_error(e: walkdir::Error, root: &Path) -> anyhow::Error {
+    let path = e.path().unwrap_or(root).display().to_string();
+    match e.into_io_error() {
+        Some(io) => anyhow::Error::new(io).context(path),
+        // Loops are only found when following links, which this walk does not.
+        None => anyhow::anyhow!("{path}: filesystem loop"),
+    }
 }
 
 /// All regular files under each of `paths`.
@@ -160,13 +159,7 @@ pub fn walk_all(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 }
 
 fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as u64
-    } else {
-        4096
-    }
+    rustix::param::page_size() as u64
 }
 
 /// Residency of one file.
@@ -183,33 +176,8 @@ pub fn file_residency(path: &Path) -> Result<Residency> {
     let mut vec = Vec::new();
     while off < len {
         let n = (len - off).min(WINDOW);
-        // SAFETY: a fresh read-only shared mapping of a file we hold open, at a
-        // page-aligned offset within its length. It is never dereferenced: mincore only
-        // asks the kernel about the pages, so a concurrent truncation cannot fault us.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                n as usize,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                off as libc::off_t,
-            )
-        };
-        if addr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("mmap {}", path.display()));
-        }
         vec.resize(n.div_ceil(page) as usize, 0u8);
-        // SAFETY: `addr` is the page-aligned start of a live mapping of `n` bytes and
-        // `vec` holds one byte per page of it, as mincore requires.
-        let rc = unsafe { libc::mincore(addr, n as usize, vec.as_mut_ptr()) };
-        let err = std::io::Error::last_os_error();
-        // SAFETY: unmapping exactly the mapping created above, which nothing else uses.
-        unsafe { libc::munmap(addr, n as usize) };
-        if rc != 0 {
-            return Err(err).with_context(|| format!("mincore {}", path.display()));
-        }
+        mincore_window(&file, path, off, n as usize, &mut vec)?;
         resident += vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
         off += n;
     }
@@ -229,14 +197,46 @@ pub fn residency(files: &[PathBuf]) -> Result<Residency> {
     Ok(total)
 }
 
-fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {
-    // SAFETY: plain syscall on a descriptor we own.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+/// `mincore(2)` over `len` bytes of `file` (at `path`) from the page-aligned offset
+/// `off`: one byte per page into `vec`, which holds `len.div_ceil(page_size)` bytes.
+///
+/// The one `unsafe` left in this module: rustix wraps `mmap` but not `mincore`, and a
+/// mapping is what `mincore` asks about.
+fn mincore_window(file: &File, path: &Path, off: u64, len: usize, vec: &mut [u8]) -> Result<()> {
+    use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
+    debug_assert!(vec.len() as u64 >= (len as u64).div_ceil(page_size()));
+    // SAFETY: `mmap` creates a fresh read-only shared mapping of a file we hold open, at
+    // a page-aligned offset (a multiple of the window size); it is never dereferenced:
+    // mincore only asks the kernel about its pages, so a concurrent truncation cannot
+    // fault us. `mincore` gets the page-aligned start of that live mapping, its length,
+    // and a vector of one byte per page, as it requires. `munmap` unmaps exactly that
+    // mapping, which nothing else uses, once mincore is done with it.
+    let (rc, err) = unsafe {
+        let addr = mmap(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::READ,
+            MapFlags::SHARED,
+            file,
+            off,
+        )
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("mmap {}", path.display()))?;
+        let rc = libc::mincore(addr, len, vec.as_mut_ptr());
+        let err = std::io::Error::last_os_error();
+        let _ = munmap(addr, len);
+        (rc, err)
+    };
     if rc != 0 {
-        return Err(std::io::Error::from_raw_os_error(rc))
-            .with_context(|| format!("posix_fadvise {}", path.display()));
+        return Err(err).with_context(|| format!("mincore {}", path.display()));
     }
     Ok(())
+}
+
+fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("posix_fadvise {}", path.display()))
 }
 
 /// Evict `files` from the page cache and return their residency afterwards.
@@ -265,8 +265,7 @@ pub fn evict(files: &[PathBuf], method: EvictMethod) -> Result<Residency> {
 
 /// `sync`, then drop page cache, dentries and inodes (root only).
 pub fn drop_caches() -> Result<()> {
-    // SAFETY: sync(2) has no preconditions.
-    unsafe { libc::sync() };
+    rustix::fs::sync();
     std::fs::write("/proc/sys/vm/drop_caches", "3\n")
         .context("writing /proc/sys/vm/drop_caches (needs root; use --evict fadvise otherwise)")
 }
@@ -300,15 +299,10 @@ pub struct FsCheck {
 /// Check that data under `dir` can be evicted: refuse tmpfs/ramfs, and with `probe`
 /// write a 4 MiB scratch file there, evict it, and require that it really left.
 pub fn fs_check(dir: &Path, probe: bool) -> Result<FsCheck> {
-    let c = CString::new(dir.as_os_str().as_bytes()).context("path contains NUL")?;
-    // SAFETY: statfs writes into the zeroed struct we pass; `c` is a valid C string.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("statfs {}", dir.display()));
-    }
-    #[allow(clippy::unnecessary_cast)] // f_type's type differs between libcs
+    let st = rustix::fs::statfs(dir)
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("statfs {}", dir.display()))?;
+    #[allow(clippy::unnecessary_cast)] // f_type's type differs between targets
     let magic = st.f_type as i64;
     let memory_fs = magic == TMPFS_MAGIC || magic == RAMFS_MAGIC;
     let mut out = FsCheck {

@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -226,12 +225,9 @@ fn write_files(
 /// `POSIX_FADV_DONTNEED` can drop them (one `syncfs` instead of a flush per file).
 fn syncfs(dir: &Path) -> Result<()> {
     let d = File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
-    // SAFETY: syncfs on a descriptor we own.
-    if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("syncfs {}", dir.display()));
-    }
-    Ok(())
+    rustix::fs::syncfs(&d)
+        .map_err(std::io::Error::from)
+        .with_context(|| format!("syncfs {}", dir.display()))
 }
 
 /// Walk `dir` and return every entry that is not one of `planned` (by relative path),

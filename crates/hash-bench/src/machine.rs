@@ -88,7 +88,8 @@ pub fn collect(data_dir: &Path) -> Machine {
                 .map(|v| v.trim_matches('"').to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    // SAFETY: sysconf has no preconditions.
+    // SAFETY: sysconf has no preconditions. (rustix does not wrap sysconf; glibc reads
+    // /sys/devices/system/cpu/online for this one.)
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
     Machine {
         hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
@@ -163,7 +164,7 @@ fn storage(dir: &Path) -> Storage {
     let mut model = None;
     if let Ok(meta) = std::fs::metadata(&canon) {
         let dev = meta.dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
         if let Ok(mut sys) = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")) {
             if sys.join("partition").exists() {
                 sys.pop();

@@ -187,10 +187,14 @@ pub fn measure(argv: &[OsString], cwd: Option<&Path>, before: &str) -> Result<Rs
         std::thread::sleep(SAMPLE_PERIOD);
     };
     let wall_s = start.elapsed().as_secs_f64();
-    // SAFETY: getrusage fills the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is a valid `who`.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+    // SAFETY: an all-zero rusage is a valid one (plain integers), and getrusage with a
+    // valid `who` (RUSAGE_CHILDREN) only writes into the struct we pass. (rustix has no
+    // getrusage.)
+    let (rc, ru) = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru), ru)
+    };
+    if rc != 0 {
         return Err(std::io::Error::last_os_error()).context("getrusage");
     }
     // Linux reports ru_maxrss in KiB.

@@ -1,84 +1,99 @@
-//! A byte-counting progress line on stderr for long steps (generation, hashing).
+//! A byte-counting progress display on stderr for long steps (generation, hashing).
 //!
-//! Workers bump an atomic counter; one reporter thread prints. On a terminal the line is
-//! redrawn in place (`\r`); otherwise (CI logs) a plain line is printed every few
-//! seconds, so logs stay short but still show that work is moving.
+//! Workers count bytes into an `indicatif` bar, which draws (rate and ETA included) only
+//! when stderr is a terminal, and is cleared at the end. In CI logs indicatif draws
+//! nothing, so there the reporter thread prints a plain line every few seconds instead:
+//! logs stay short but still show that work is moving.
 
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::io::IsTerminal;
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How often the plain (not a terminal) line is printed.
+const PLAIN_EVERY: Duration = Duration::from_secs(5);
+
+/// The line on a terminal: the plain line's figures plus an ETA, and a bar in whatever
+/// width is left (so that the line never wraps).
+const TEMPLATE: &str = "  {prefix}: {binary_bytes} / {binary_total_bytes} ({percent} %), \
+                        {binary_bytes_per_sec}, ETA {eta} [{wide_bar}]";
 
 /// Shared progress counter; see [`Progress::run`].
 #[derive(Debug)]
 pub struct Progress {
     label: String,
     total: u64,
-    done: AtomicU64,
-    finished: AtomicBool,
-    enabled: bool,
+    /// The counter; drawn only on a terminal and when enabled.
+    bar: ProgressBar,
+    /// Print plain lines from [`Progress::run`] (enabled, and stderr is not a terminal).
+    plain: bool,
+    finished: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl Progress {
     /// A counter of `total` bytes for the step called `label`; `enabled` false makes it silent.
     pub fn new(label: impl Into<String>, total: u64, enabled: bool) -> Self {
+        let label = label.into();
+        let target = if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total), target)
+            .with_style(
+                ProgressStyle::with_template(TEMPLATE)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            )
+            .with_prefix(label.clone());
         Self {
-            label: label.into(),
+            label,
             total,
-            done: AtomicU64::new(0),
-            finished: AtomicBool::new(false),
-            enabled,
+            bar,
+            plain: enabled && !std::io::stderr().is_terminal(),
+            finished: Mutex::new(false),
+            wake: Condvar::new(),
         }
     }
 
     /// Count `n` more bytes done.
     pub fn add(&self, n: u64) {
-        self.done.fetch_add(n, Ordering::Relaxed);
+        self.bar.inc(n);
     }
 
-    /// Stop the reporter loop.
+    /// Stop the reporter loop and clear the bar.
     pub fn finish(&self) {
-        self.finished.store(true, Ordering::Relaxed);
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.wake.notify_all();
+        self.bar.finish_and_clear();
     }
 
-    /// Reporter loop: run it on its own (scoped) thread; it returns after [`finish`].
+    /// Reporter loop for logs: run it on its own (scoped) thread; it returns after
+    /// [`finish`] (at once on a terminal, where the bar draws itself).
     ///
     /// [`finish`]: Progress::finish
     pub fn run(&self) {
-        if !self.enabled {
+        if !self.plain {
             return;
         }
-        let tty = std::io::stderr().is_terminal();
         let start = Instant::now();
-        let mut last_print = Instant::now();
-        let mut printed = false;
-        while !self.finished.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(100));
-            let every = if tty {
-                Duration::from_millis(500)
-            } else {
-                Duration::from_secs(5)
-            };
-            if last_print.elapsed() < every {
-                continue;
+        let mut finished = self.finished.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let (guard, wait) = self
+                .wake
+                .wait_timeout_while(finished, PLAIN_EVERY, |done| !*done)
+                .unwrap_or_else(PoisonError::into_inner);
+            finished = guard;
+            if !wait.timed_out() {
+                return;
             }
-            last_print = Instant::now();
-            let line = self.line(start.elapsed());
-            let mut err = std::io::stderr().lock();
-            if tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
-            } else {
-                let _ = writeln!(err, "{line}");
-            }
-            let _ = err.flush();
-            printed = true;
-        }
-        if printed && tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+            eprintln!("{}", self.line(start.elapsed()));
         }
     }
 
     fn line(&self, elapsed: Duration) -> String {
-        let done = self.done.load(Ordering::Relaxed).min(self.total);
+        let done = self.bar.position().min(self.total);
         let pct = if self.total == 0 {
             100.0
         } else {
@@ -94,6 +109,7 @@ impl Progress {
         )
     }
 }
+
 /// Human-readable byte count in binary units.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -107,5 +123,43 @@ pub fn human_bytes(bytes: u64) -> String {
         format!("{bytes} B")
     } else {
         format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_line_counts_bytes() {
+        let p = Progress::new("gen x", 8 << 20, false);
+        p.add(2 << 20);
+        p.add(2 << 20);
+        assert_eq!(
+            p.line(Duration::from_secs(2)),
+            "  gen x: 4.0 MiB / 8.0 MiB (50 %), 2.0 MiB/s"
+        );
+        // More than the total (a file grew) shows the total.
+        p.add(8 << 20);
+        assert!(p
+            .line(Duration::from_secs(1))
+            .contains("8.0 MiB / 8.0 MiB (100 %)"));
+    }
+
+    #[test]
+    fn terminal_template_is_valid() {
+        assert!(ProgressStyle::with_template(TEMPLATE).is_ok());
+    }
+
+    #[test]
+    fn run_returns_after_finish() {
+        let p = Progress::new("x", 1, true);
+        std::thread::scope(|s| {
+            let reporter = s.spawn(|| p.run());
+            p.finish();
+            reporter.join().unwrap();
+        });
+        // A finished counter's reporter returns at once too.
+        p.run();
     }
 }

@@ -291,9 +291,14 @@ mod tests {
         std::os::unix::fs::symlink(d.join("x"), d.join("a/link")).unwrap();
         // A FIFO with no writer: opening it would block for ever.
         let fifo = d.join("a/fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         for threads in [1, 4] {
             let r = read_floor(&[d.to_path_buf()], threads);
             assert_eq!(

@@ -1,10 +1,10 @@
 //! Small helpers shared by the subcommands: statistics, hex, shell quoting, UTC dates,
-//! and reading a command's version line.
+//! PATH lookup, and reading a command's version line.
 //!
-//! Kept dependency-free on purpose (no chrono, no shell-words): each helper is a few
-//! lines and is unit-tested here.
+//! The parts with rules of their own come from well-kept crates: quoting from `shlex`,
+//! dates from `jiff`, PATH lookup from `which`. What is left here is the project's
+//! policy around them (which words stay bare, the two date layouts), tested below.
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -89,7 +89,9 @@ pub fn stddev(values: &[f64]) -> Option<f64> {
 }
 
 /// Quote `s` for a POSIX shell, and for hyperfine's `-N` word splitting, which follows
-/// the same rules. Plain words stay unquoted so that recorded commands stay readable.
+/// the same rules. Plain words stay unquoted so that recorded commands stay readable;
+/// the plain set is wider than `shlex`'s (`=`, `,` and `%` too), which keeps the commands
+/// recorded in results and the plan id (a hash over them) as they were.
 pub fn sh_quote(s: &str) -> String {
     let plain = !s.is_empty()
         && s.bytes().all(|b| {
@@ -100,10 +102,14 @@ pub fn sh_quote(s: &str) -> String {
                 )
         });
     if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        return s.to_string();
     }
+    // A NUL (the only thing `quote` refuses) cannot be part of an argument anyway: argv
+    // strings are C strings. Allowing it keeps this function total.
+    shlex::Quoter::new()
+        .allow_nul(true)
+        .quote(s)
+        .map_or_else(|_| s.to_string(), |q| q.into_owned())
 }
 
 /// Join an argv into one shell-quoted command line.
@@ -122,34 +128,13 @@ pub fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Civil date (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`), so that dates need no extra crate.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// UTC time as RFC 3339 (`2025-01-31T12:34:56Z`) and as a file-name stamp
-/// (`20250131T123456Z`).
+/// (`20250131T123456Z`), to the second (truncated). A clock before 1970 counts as 1970.
 pub fn utc_stamps(t: SystemTime) -> (String, String) {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    let ts = jiff::Timestamp::try_from(t.max(UNIX_EPOCH)).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     (
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
-        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z"),
+        ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        ts.strftime("%Y%m%dT%H%M%SZ").to_string(),
     )
 }
 
@@ -172,21 +157,10 @@ pub fn version_line(program: &str, args: &[&str]) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-/// Where `name` is on PATH, if anywhere.
+/// Where `name` is on PATH (or, when it contains a `/`, `name` itself), if it is an
+/// executable file.
 pub fn which(name: &str) -> Option<std::path::PathBuf> {
-    if name.contains('/') {
-        let p = Path::new(name);
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+    which::which(name).ok()
 }
 
 pub use crate::progress::human_bytes;
@@ -223,10 +197,88 @@ mod tests {
     fn quoting() {
         assert_eq!(sh_quote("shards"), "shards");
         assert_eq!(sh_quote("/a/b-c_d.e"), "/a/b-c_d.e");
+        // Bare in recorded commands, although shlex alone would quote them.
+        assert_eq!(sh_quote("--x=1,2%"), "--x=1,2%");
         assert_eq!(sh_quote("a b"), "'a b'");
-        assert_eq!(sh_quote("it's"), r"'it'\''s'");
         assert_eq!(sh_quote(""), "''");
         assert_eq!(sh_join(&["sh", "-c", "find x | y"]), "sh -c 'find x | y'");
+        assert_eq!(
+            sh_join(&[
+                "sh",
+                "-c",
+                "find -H small -type f -print0 | LC_ALL=C sort -z"
+            ]),
+            "sh -c 'find -H small -type f -print0 | LC_ALL=C sort -z'"
+        );
+    }
+
+    /// Run `script` with `sh -c` and return its stdout; fails (rather than hangs) after
+    /// a minute.
+    fn sh_stdout(script: &str) -> Option<Vec<u8>> {
+        use std::process::Stdio;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(out) => {
+                let out = out.expect("waiting for sh");
+                assert!(out.status.success(), "sh -c {script:?}: {}", out.status);
+                Some(out.stdout)
+            }
+            Err(_) => {
+                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+                panic!("sh -c {script:?} did not finish within 60 s");
+            }
+        }
+    }
+
+    /// The shell is the judge of quoting: every word must come back from `sh` unchanged.
+    #[test]
+    fn quoted_words_survive_the_shell() {
+        let words = [
+            "it's",
+            "a b",
+            "back\\slash",
+            "ca^ret",
+            "^start",
+            "x]",
+            "a!b",
+            "$HOME",
+            "`id`",
+            "\"dq\"",
+            "tab\there",
+            "new\nline",
+            "ünïcode",
+            "*",
+            "~root",
+            "{a,b}",
+            "a;b&c|d",
+            "--x=1,2%",
+            "",
+        ];
+        let script = format!("printf '%s\\000' {}", sh_join(&words));
+        let Some(out) = sh_stdout(&script) else {
+            eprintln!("skipping: cannot run sh here");
+            return;
+        };
+        let back: Vec<&[u8]> = out.split(|&b| b == 0).collect();
+        let expected: Vec<&[u8]> = words
+            .iter()
+            .map(|w| w.as_bytes())
+            .chain([&b""[..]])
+            .collect();
+        assert_eq!(back, expected, "script: {script}");
     }
 
     #[test]
@@ -234,12 +286,48 @@ mod tests {
         let (iso, stamp) = utc_stamps(UNIX_EPOCH);
         assert_eq!(iso, "1970-01-01T00:00:00Z");
         assert_eq!(stamp, "19700101T000000Z");
-        // 2000-02-29 (a leap day in a century year) 12:34:56 = 951827696.
-        let (iso, _) = utc_stamps(UNIX_EPOCH + Duration::from_secs(951_827_696));
-        assert_eq!(iso, "2000-02-29T12:34:56Z");
-        // 2024-12-31T23:59:59Z = 1735689599.
-        let (iso, _) = utc_stamps(UNIX_EPOCH + Duration::from_secs(1_735_689_599));
-        assert_eq!(iso, "2024-12-31T23:59:59Z");
+        // Expected values from GNU date: `date -u -d @EPOCH +%Y-%m-%dT%H:%M:%SZ`.
+        for (secs, iso_want, stamp_want) in [
+            // A leap day in a century year divisible by 400.
+            (951_827_696, "2000-02-29T12:34:56Z", "20000229T123456Z"),
+            (1_709_251_199, "2024-02-29T23:59:59Z", "20240229T235959Z"),
+            (1_735_689_599, "2024-12-31T23:59:59Z", "20241231T235959Z"),
+            // 2100 is not a leap year.
+            (4_107_542_399, "2100-02-28T23:59:59Z", "21000228T235959Z"),
+        ] {
+            let t = UNIX_EPOCH + Duration::from_secs(secs);
+            assert_eq!(
+                utc_stamps(t),
+                (iso_want.into(), stamp_want.into()),
+                "{secs}"
+            );
+            // Sub-second parts are cut, not rounded.
+            let t = t + Duration::from_millis(999);
+            assert_eq!(utc_stamps(t).0, iso_want, "{secs}.999");
+        }
+        // A clock before 1970 counts as 1970.
+        let before = UNIX_EPOCH - Duration::from_secs(86_400);
+        assert_eq!(utc_stamps(before).0, "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn which_finds_executables_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("tool");
+        let plain = dir.path().join("data");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::write(&plain, "").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(which(exe.to_str().unwrap()), Some(exe.clone()));
+        assert_eq!(which(plain.to_str().unwrap()), None);
+        assert_eq!(which(dir.path().join("nosuch").to_str().unwrap()), None);
+        // A directory is not a program.
+        assert_eq!(which(dir.path().to_str().unwrap()), None);
+        // `sh` is on PATH on any machine that runs these tests.
+        assert!(which("sh").is_some_and(|p| p.is_absolute()));
+        assert_eq!(which("hash-bench-no-such-program"), None);
     }
 
     #[test]
