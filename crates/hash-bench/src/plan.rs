@@ -503,8 +503,7 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
     }
     let wanted = |d: &Def| match &o.peers {
         PeerSelection::None => false,
-        // sha256sum is part of every system the harness supports.
-        PeerSelection::Auto => d.name == "sha256sum" || which(d.name).is_some(),
+        PeerSelection::Auto => d.always || which(d.name).is_some(),
         PeerSelection::List(v) => v.iter().any(|w| w == d.name),
     };
     for d in programs::group(Group::Peer).filter(|d| wanted(d)) {

@@ -161,6 +161,9 @@ pub struct Def {
     pub version: (&'static str, &'static str),
     /// Other tools it needs on PATH (the `sh -c` pipelines).
     pub needs: &'static [&'static str],
+    /// A peer `--peers auto` races even when it is not found (and then says so): the
+    /// baseline every system the harness supports has (coreutils).
+    pub always: bool,
 }
 
 const PIPELINE: &[&str] = &["find", "sort", "xargs", "sh"];
@@ -183,6 +186,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("--version", ""),
         needs: PIPELINE,
+        always: true,
     },
     Def {
         name: "rhash",
@@ -197,6 +201,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("--version", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "hashdeep",
@@ -211,6 +216,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("-V", "hashdeep "),
         needs: &[],
+        always: false,
     },
     Def {
         name: "b3sum",
@@ -225,6 +231,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("--version", ""),
         needs: PIPELINE,
+        always: false,
     },
     Def {
         name: "ref-sha256-1core",
@@ -239,6 +246,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "ref-sha256-allcores",
@@ -253,6 +261,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "ref-read-floor",
@@ -270,6 +279,7 @@ pub const TABLE: &[Def] = &[
         verified: false,
         version: ("", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "python-serial",
@@ -284,6 +294,7 @@ pub const TABLE: &[Def] = &[
         verified: true,
         version: ("--version", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "python-threads",
@@ -298,6 +309,7 @@ pub const TABLE: &[Def] = &[
         verified: true,
         version: ("--version", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "python-procs",
@@ -312,6 +324,7 @@ pub const TABLE: &[Def] = &[
         verified: true,
         version: ("--version", ""),
         needs: &[],
+        always: false,
     },
     Def {
         name: "python-asyncio",
@@ -326,6 +339,7 @@ pub const TABLE: &[Def] = &[
         verified: true,
         version: ("--version", ""),
         needs: &[],
+        always: false,
     },
 ];
 
@@ -543,6 +557,7 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn hashers_follow_the_strategies() {
@@ -568,6 +583,4 @@ mod tests {
             assert!(!d.name.starts_with("hash-"), "{}", d.name);
         }
     }
-
-    use std::path::Path;
 }
