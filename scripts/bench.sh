@@ -226,7 +226,9 @@ else
 fi
 HB=$TARGET/release/hash-bench
 [[ -x $HB ]] || die "$HB was not built"
-for h in hash-serial hash-threads hash-procs hash-async; do
+# One binary per hash-core strategy; hash-bench knows the list.
+HASHERS=$("$HB" strategies)
+for h in $HASHERS; do
 	[[ -x $BIN_DIR/$h ]] || die "$BIN_DIR/$h is missing"
 done
 
@@ -261,55 +263,26 @@ EXTRA=()
 ((WARM)) || PLAN_ARGS+=(--no-warm)
 ((COLD)) || PLAN_ARGS+=(--no-cold)
 ((FRESH)) && PLAN_ARGS+=(--fresh)
+# stdout: the work directory; every later step reads the plan (plan.json) from there.
 WORK=$("$HB" plan "${PLAN_ARGS[@]}")
-mapfile -t DATASET_NAMES < "$WORK/datasets.txt"
 if ((DRY_RUN)); then
-	say "dry run: plan in $WORK/plan.tsv; nothing run"
+	say "dry run: plan in $WORK/plan.json; nothing run"
 	exit 0
 fi
 
 step "datasets (generated once, then reused)"
-"$HB" gen --root "$DATA_DIR" --specs-dir "$REPO/datasets" "${DATASET_NAMES[@]}"
+"$HB" gen --work "$WORK"
 
 step "verify: every hasher must print the same, expected output"
 "$HB" verify --work "$WORK"
 
 step "race"
-TOTAL=$(wc -l < "$WORK/plan.tsv")
-LEFT_EST=0
-while IFS=$'\t' read -r _ _ id _ _ _ _ _ est _ _; do
-	[[ -s $WORK/raw/$id.hyperfine.json ]] || LEFT_EST=$((LEFT_EST + est))
-done < "$WORK/plan.tsv"
-RACE_T0=$(date +%s)
-fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-while IFS=$'\t' read -r idx _ id dataset cache label runs warmup est cmd prepare; do
-	export_json=$WORK/raw/$id.hyperfine.json
-	[[ -s $export_json ]] && continue
-	printf '\n[%d/%d] %s %s: %s  (1 untimed + %d timed runs; est. %ds; %s elapsed, ~%s left)\n' \
-		"$idx" "$TOTAL" "$cache" "$dataset" "$label" "$runs" "$est" \
-		"$(fmt_secs $(($(date +%s) - RACE_T0)))" "$(fmt_secs "$LEFT_EST")"
-	if [[ $cache == warm ]]; then
-		"$HB" warm --min-percent 95 "$DATA_DIR/$dataset" >/dev/null
-	fi
-	# The untimed peak-RSS run (evicted first when cold) doubles as the warm-up run.
-	"$HB" maxrss --work "$WORK" --id "$id" < /dev/null >/dev/null
-	rm -f "$WORK/raw/$id.residency.jsonl"
-	# < /dev/null: hyperfine must not read the plan this loop reads on stdin.
-	(cd "$DATA_DIR" && hyperfine -N --runs "$runs" --warmup "$warmup" \
-		--prepare "$prepare" --export-json "$export_json.part" "$cmd") < /dev/null
-	mv "$export_json.part" "$export_json"
-	LEFT_EST=$((LEFT_EST > est ? LEFT_EST - est : 0))
-done < "$WORK/plan.tsv"
+# Per benchmark: warm check, the untimed peak-RSS run, hyperfine; finished ones are skipped.
+"$HB" race --work "$WORK"
 
 step "results"
-RESULT_LOG=$(mktemp)
-"$HB" collect --work "$WORK" --out "$OUT" --hyperfine "$(command -v hyperfine)" | tee "$RESULT_LOG"
-RESULT_FILE=$(sed -n 's/^results: //p' "$RESULT_LOG")
-rm -f "$RESULT_LOG"
+# Results file, table, validation and charts (beside the results, in its raw directory).
+"$HB" collect --work "$WORK" --out "$OUT" --hyperfine "$(command -v hyperfine)" --validate --charts
 WORK=""
-"$HB" validate "$RESULT_FILE"
-# Charts beside the results (in its raw directory); a drawing failure does not lose a sweep.
-CHART_DIR=${RESULT_FILE%.json}/charts
-"$HB" chart "$RESULT_FILE" --out "$CHART_DIR" >/dev/null && say "charts: $CHART_DIR/" ||
-	say "warning: charts not drawn (hash-bench chart $RESULT_FILE --out $CHART_DIR)"
+fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 say "done in $(fmt_secs $(($(date +%s) - T0)))"

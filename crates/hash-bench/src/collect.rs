@@ -410,7 +410,7 @@ pub fn table(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{PeerSelection, PlanOptions, Sweep, HASHERS};
+    use crate::plan::{PeerSelection, PlanOptions, Sweep};
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
@@ -432,7 +432,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let bins = t.path().join("bin");
         std::fs::create_dir(&bins).unwrap();
-        for h in HASHERS {
+        for h in crate::programs::hashers() {
             let p = bins.join(h);
             std::fs::write(&p, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -442,11 +442,12 @@ mod tests {
         let o = PlanOptions {
             sweep: Sweep::Smoke,
             datasets: None,
+            extra_datasets: vec![],
             specs_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets"),
             data_root: t.path().join("data"),
             bin_dir: bins.clone(),
-            hash_bench: PathBuf::from("/x/hash-bench"),
-            jobs: vec![2],
+            hash_bench: Some(PathBuf::from("/x/hash-bench")),
+            jobs: Some(vec![2]),
             peers: PeerSelection::None,
             warm: true,
             cold: true,

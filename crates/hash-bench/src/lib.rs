@@ -1,8 +1,9 @@
 //! hash-bench: the pieces of hashrace's benchmark harness (`scripts/bench.sh`) that are
 //! easier to get right, and to test, in Rust than in shell.
 //!
-//! The shell script stays the conductor (build, install hyperfine, loop over the plan,
-//! call hyperfine); this crate does everything that needs care or a schema:
+//! The shell script stays the conductor (build, install hyperfine, call one subcommand
+//! per step); this crate does everything that needs care or a schema, and the steps pass
+//! nothing to each other but the plan's work directory:
 //!
 //! - [`spec`] and [`gen`]: dataset specs and their deterministic, parallel, idempotent
 //!   generation; [`manifest`]: the `sha256sum`-style manifest and its digest.
@@ -13,7 +14,8 @@
 //! - [`refs`]: the reference rows: in-memory SHA-256 ceiling and the read floor.
 //! - [`machine`]: what the machine is, for results that travel.
 //! - [`plan`]: which programs run on which dataset in which cache state, with exact
-//!   commands and a time estimate; [`verify`]: the four hashers agree before timing.
+//!   commands and a time estimate, from the table of programs in [`programs`];
+//!   [`verify`]: the hashers agree before timing; [`race`]: the hyperfine loop.
 //! - [`hyperfine`]: reading hyperfine's JSON exports (1.x and `schema_version` 2).
 //! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
 //!   everything into one results file and the terminal table.
@@ -30,7 +32,9 @@ pub mod machine;
 pub mod manifest;
 pub mod maxrss;
 pub mod plan;
+pub mod programs;
 pub mod progress;
+pub mod race;
 pub mod refs;
 pub mod results;
 pub mod spec;

@@ -1,19 +1,22 @@
 //! `hash-bench`: the helper binary of `scripts/bench.sh`. One subcommand per step, so
-//! the shell script stays readable and each step can be run and tested on its own.
-//! Run `hash-bench --help` for the list.
+//! the shell script stays readable and each step can be run and tested on its own; one
+//! function per subcommand, taking its own `Args` struct. Run `hash-bench --help` for
+//! the list.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use hash_bench::cache::{self, EvictMethod, ResidencySample};
 use hash_bench::gen::{generate, GenOptions};
-use hash_bench::plan::{self, Cache, PeerSelection, PlanOptions, Sweep};
+use hash_bench::plan::{self, Cache, PlanOptions};
 use hash_bench::util::{human_bytes, human_secs};
-use hash_bench::{chart, collect, compare, machine, manifest, maxrss, refs, results, spec, verify};
+use hash_bench::{
+    chart, collect, compare, machine, manifest, maxrss, programs, race, refs, results, spec, verify,
+};
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
 /// peak memory, machine facts, plans and results.
@@ -27,120 +30,23 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Generate datasets from specs (idempotent: complete ones are reused, partial ones repaired).
-    Gen {
-        /// Specs: names looked up in --specs-dir, or paths to .json files.
-        #[arg(required = true)]
-        specs: Vec<String>,
-        /// Directory that receives one sub-directory per dataset.
-        #[arg(long, default_value = "datasets/data")]
-        root: PathBuf,
-        /// Directory of the committed specs.
-        #[arg(long, default_value = "datasets")]
-        specs_dir: PathBuf,
-        /// Worker threads (default: available CPUs).
-        #[arg(long)]
-        threads: Option<usize>,
-        /// Regenerate even if complete.
-        #[arg(long)]
-        force: bool,
-        /// No progress output.
-        #[arg(long)]
-        quiet: bool,
-    },
+    Gen(GenArgs),
     /// Print the manifest digest of a generated dataset (SHA-256 of its sha256sum manifest).
-    ManifestDigest {
-        /// Dataset name (a directory under --root).
-        name: String,
-        /// Data root.
-        #[arg(long, default_value = "datasets/data")]
-        root: PathBuf,
-        /// Print the manifest itself too.
-        #[arg(long)]
-        print: bool,
-    },
+    ManifestDigest(ManifestDigestArgs),
     /// Evict files (recursively) from the page cache; print the residency left.
-    Evict {
-        /// Files or directories.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Append the residency measured after eviction to this JSON-lines file.
-        #[arg(long)]
-        record: Option<PathBuf>,
-        /// Eviction method.
-        #[arg(long, value_enum, default_value = "fadvise")]
-        method: EvictMethod,
-    },
+    Evict(EvictArgs),
     /// Measure how much of the files (recursively) is in the page cache (mincore).
-    Residency {
-        /// Files or directories.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Append the measurement to this JSON-lines file.
-        #[arg(long)]
-        record: Option<PathBuf>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    Residency(ResidencyArgs),
     /// Read files (recursively) into the page cache; print the residency reached.
-    Warm {
-        /// Files or directories.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-        /// Fail unless at least this percentage ends up resident.
-        #[arg(long, default_value_t = 0.0)]
-        min_percent: f64,
-    },
+    Warm(WarmArgs),
     /// Check that a directory can be made cold: refuse tmpfs/ramfs; --probe also tests eviction.
-    FsCheck {
-        /// Directory to check.
-        path: PathBuf,
-        /// Write, sync, evict and measure a 4 MiB scratch file there.
-        #[arg(long)]
-        probe: bool,
-    },
+    FsCheck(FsCheckArgs),
     /// Run a command once and report its peak RSS (KiB), or the RSS run of a planned benchmark.
-    Maxrss {
-        /// Write the sample as JSON here.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Work directory of a plan (with --id).
-        #[arg(long, requires = "id")]
-        work: Option<PathBuf>,
-        /// Benchmark id in that plan: runs its command in the data root, evicting first if cold.
-        #[arg(long, requires = "work")]
-        id: Option<String>,
-        /// The command, after `--`.
-        #[arg(last = true)]
-        command: Vec<OsString>,
-    },
+    Maxrss(MaxrssArgs),
     /// Reference: hash a dataset's file sizes in memory (no I/O), one digest per file.
-    Ceiling {
-        /// Hash algorithm (the one hash-core uses).
-        #[arg(value_enum)]
-        algorithm: refs::Algorithm,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
-        /// Dataset whose file sizes to hash (name in --specs-dir, or a spec path).
-        #[arg(long)]
-        spec: String,
-        /// Directory of the committed specs.
-        #[arg(long, default_value = "datasets")]
-        specs_dir: PathBuf,
-        /// Print every file's digest (`sha256sum` format, spec order) instead of a summary.
-        #[arg(long)]
-        digests: bool,
-    },
+    Ceiling(CeilingArgs),
     /// Reference: open + read + close every regular file (walk included), no hashing.
-    ReadFloor {
-        /// Reader threads.
-        #[arg(short, long, default_value_t = 1)]
-        jobs: usize,
-        /// Directories or files.
-        #[arg(required = true)]
-        paths: Vec<PathBuf>,
-    },
+    ReadFloor(ReadFloorArgs),
     /// Hold N MiB of touched memory until stdin closes (for the peak-RSS tests).
     #[command(hide = true)]
     HoldMemory {
@@ -153,77 +59,16 @@ enum Cmd {
         #[arg(long, default_value = ".")]
         data_dir: PathBuf,
     },
+    /// Print the hashrace binaries, one per line (one per strategy of hash-core).
+    Strategies,
     /// Plan a sweep; print its work directory on stdout and a summary with an estimate on stderr.
-    Plan {
-        /// The sweep.
-        #[arg(long, value_enum, default_value = "default")]
-        sweep: Sweep,
-        /// Datasets instead of the sweep's (comma-separated names or spec paths).
-        #[arg(long, value_delimiter = ',')]
-        datasets: Option<Vec<String>>,
-        /// Datasets to add to the sweep's (comma-separated), e.g. the optional `big`.
-        #[arg(long, value_delimiter = ',')]
-        extra_datasets: Vec<String>,
-        /// Directory of the committed specs.
-        #[arg(long, default_value = "datasets")]
-        specs_dir: PathBuf,
-        /// Data root (where the datasets are generated; commands run there).
-        #[arg(long, default_value = "datasets/data")]
-        data_root: PathBuf,
-        /// Directory holding hash-serial, hash-threads, hash-procs, hash-async.
-        #[arg(long)]
-        bin_dir: PathBuf,
-        /// This binary, as prepare commands should call it (default: this executable).
-        #[arg(long)]
-        hash_bench: Option<PathBuf>,
-        /// Job counts to sweep, comma-separated (default: available CPUs).
-        #[arg(long, value_delimiter = ',')]
-        jobs: Option<Vec<u32>>,
-        /// Peers: auto (sha256sum, plus rhash/hashdeep/b3sum if installed), none, or a list.
-        #[arg(long, default_value = "auto")]
-        peers: PeerSelection,
-        /// Skip warm runs.
-        #[arg(long)]
-        no_warm: bool,
-        /// Skip cold runs.
-        #[arg(long)]
-        no_cold: bool,
-        /// Eviction method for cold runs.
-        #[arg(long, value_enum, default_value = "fadvise")]
-        eviction: EvictMethod,
-        /// Harness repository (for the commit).
-        #[arg(long, default_value = ".")]
-        repo: PathBuf,
-        /// Parent of the work directory.
-        #[arg(long, default_value = "results/tmp")]
-        work_parent: PathBuf,
-        /// Discard finished benchmarks of an earlier, interrupted run of the same plan.
-        #[arg(long)]
-        fresh: bool,
-        /// Leave out the Python reference programs (raced when python3 is installed).
-        #[arg(long)]
-        no_python: bool,
-    },
+    Plan(PlanArgs),
     /// Check that every hashrace command of a plan prints the same, expected output.
-    Verify {
-        /// Work directory of the plan.
-        #[arg(long)]
-        work: PathBuf,
-        /// Datasets to verify (default: all of the plan's).
-        datasets: Vec<String>,
-    },
+    Verify(VerifyArgs),
+    /// Run a plan's benchmarks under hyperfine (skipping finished ones: a rerun resumes).
+    Race(RaceArgs),
     /// Merge a finished work directory into a results file; print the table.
-    Collect {
-        /// Work directory of the plan.
-        #[arg(long)]
-        work: PathBuf,
-        /// Directory receiving the results file and its raw directory.
-        #[arg(long, default_value = "results")]
-        out: PathBuf,
-        /// hyperfine executable (for its version).
-        #[arg(long, default_value = "hyperfine")]
-        hyperfine: String,
-    },
+    Collect(CollectArgs),
     /// Validate results files against the schema and its invariants.
     Validate {
         /// Results files.
@@ -236,20 +81,7 @@ enum Cmd {
         file: PathBuf,
     },
     /// Compare results files (or directories of them) side by side, per dataset and cache state.
-    Compare {
-        /// Results files or directories of them; one column each.
-        #[arg(required_unless_present = "update_doc")]
-        files: Vec<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value = "markdown")]
-        format: compare::Format,
-        /// Regenerate the `<!-- compare:begin FILES -->` sections of this Markdown file.
-        #[arg(long, conflicts_with_all = ["files", "format"])]
-        update_doc: Option<PathBuf>,
-        /// With --update-doc: change nothing, fail if the sections are out of date.
-        #[arg(long, requires = "update_doc")]
-        check: bool,
-    },
+    Compare(CompareArgs),
     /// Draw SVG charts of results files: throughput per dataset and cache state, -j scaling.
     Chart {
         /// Results files or directories of them.
@@ -259,6 +91,476 @@ enum Cmd {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// Specs: names looked up in --specs-dir, or paths to .json files.
+    #[arg(required_unless_present = "work")]
+    specs: Vec<String>,
+    /// Generate the datasets of this plan's work directory (into its data root) instead.
+    #[arg(long, conflicts_with_all = ["specs", "root", "specs_dir"])]
+    work: Option<PathBuf>,
+    /// Directory that receives one sub-directory per dataset.
+    #[arg(long, default_value = "datasets/data")]
+    root: PathBuf,
+    /// Directory of the committed specs.
+    #[arg(long, default_value = "datasets")]
+    specs_dir: PathBuf,
+    /// Worker threads (default: available CPUs).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Regenerate even if complete.
+    #[arg(long)]
+    force: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn gen(a: GenArgs) -> Result<()> {
+    let mut opts = GenOptions {
+        force: a.force,
+        progress: !a.quiet,
+        ..GenOptions::default()
+    };
+    if let Some(t) = a.threads {
+        opts.threads = t.max(1);
+    }
+    let (specs, root) = match &a.work {
+        Some(work) => {
+            let plan = plan::read(work)?;
+            let specs = plan.datasets.iter().map(|d| d.spec_path.clone()).collect();
+            (specs, PathBuf::from(plan.data_root))
+        }
+        None => (a.specs, a.root),
+    };
+    for s in &specs {
+        let spec = spec::Spec::load(&spec::resolve(s, &a.specs_dir)?)?;
+        let start = std::time::Instant::now();
+        let r = generate(&spec, &root, &opts)?;
+        let what = if r.generated_files == 0 {
+            "reused".to_string()
+        } else {
+            format!(
+                "generated {} files, {}",
+                r.generated_files,
+                human_bytes(r.generated_bytes)
+            )
+        };
+        let check = match r.matches_expected {
+            Some(true) => "digest matches the committed one".to_string(),
+            Some(false) => "DIGEST MISMATCH".to_string(),
+            None => format!("no committed digest; manifest sha256 {}", r.manifest_sha256),
+        };
+        eprintln!(
+            "  {}: {} files, {}: {what} in {}; {check}",
+            r.name,
+            r.files,
+            human_bytes(r.bytes),
+            human_secs(start.elapsed().as_secs_f64())
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct ManifestDigestArgs {
+    /// Dataset name (a directory under --root).
+    name: String,
+    /// Data root.
+    #[arg(long, default_value = "datasets/data")]
+    root: PathBuf,
+    /// Print the manifest itself too.
+    #[arg(long)]
+    print: bool,
+}
+
+fn manifest_digest(a: ManifestDigestArgs) -> Result<()> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let m = manifest::manifest(&a.root, &a.name, threads, false)?;
+    if a.print {
+        print!("{}", m.text);
+    }
+    println!("{}", m.digest);
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct EvictArgs {
+    /// Files or directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Append the residency measured after eviction to this JSON-lines file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Eviction method.
+    #[arg(long, value_enum, default_value = "fadvise")]
+    method: EvictMethod,
+}
+
+fn evict(a: EvictArgs) -> Result<()> {
+    let files = cache::walk_all(&a.paths)?;
+    let r = cache::evict(&files, a.method)?;
+    if let Some(rec) = a.record {
+        ResidencySample::now("evict", r).append_to(&rec)?;
+    } else {
+        print_residency("after eviction", r);
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct ResidencyArgs {
+    /// Files or directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Append the measurement to this JSON-lines file.
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn residency(a: ResidencyArgs) -> Result<()> {
+    let files = cache::walk_all(&a.paths)?;
+    let r = cache::residency(&files)?;
+    let sample = ResidencySample::now("none", r);
+    if let Some(rec) = &a.record {
+        sample.append_to(rec)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string(&sample)?);
+    } else if a.record.is_none() {
+        print_residency("residency", r);
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct WarmArgs {
+    /// Files or directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Fail unless at least this percentage ends up resident.
+    #[arg(long, default_value_t = 0.0)]
+    min_percent: f64,
+}
+
+fn warm(a: WarmArgs) -> Result<()> {
+    let r = race::warm(&a.paths, a.min_percent)?;
+    print_residency("after warming", r);
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct FsCheckArgs {
+    /// Directory to check.
+    path: PathBuf,
+    /// Write, sync, evict and measure a 4 MiB scratch file there.
+    #[arg(long)]
+    probe: bool,
+}
+
+fn fs_check(a: FsCheckArgs) -> Result<()> {
+    let c = cache::fs_check(&a.path, a.probe)?;
+    println!("{}", serde_json::to_string(&c)?);
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct MaxrssArgs {
+    /// Write the sample as JSON here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Work directory of a plan (with --id).
+    #[arg(long, requires = "id")]
+    work: Option<PathBuf>,
+    /// Benchmark id in that plan: runs its command in the data root, evicting first if cold.
+    #[arg(long, requires = "work")]
+    id: Option<String>,
+    /// The command, after `--`.
+    #[arg(last = true)]
+    command: Vec<OsString>,
+}
+
+fn maxrss(a: MaxrssArgs) -> Result<()> {
+    let sample = match (a.work, a.id) {
+        (Some(work), Some(id)) => {
+            let plan = plan::read(&work)?;
+            let b = plan
+                .benchmarks
+                .iter()
+                .find(|b| b.id == id)
+                .with_context(|| format!("no benchmark {id} in the plan"))?;
+            let root = Path::new(&plan.data_root);
+            let before = if b.cache == Cache::Cold {
+                let files = cache::walk_files(&root.join(&b.dataset))?;
+                cache::evict(&files, plan.eviction)?;
+                "evict"
+            } else {
+                "none"
+            };
+            let argv: Vec<OsString> = b.argv.iter().map(OsString::from).collect();
+            let s = maxrss::measure(&argv, Some(root), before)?;
+            let out = a.out.unwrap_or_else(|| plan::rss_path(&work, &id));
+            write_json(&out, &s)?;
+            s
+        }
+        _ => {
+            let s = maxrss::measure(&a.command, None, "none")?;
+            if let Some(out) = &a.out {
+                write_json(out, &s)?;
+            }
+            s
+        }
+    };
+    println!(
+        "max RSS {} KiB (exit {:?}, {:.3} s)",
+        sample.max_rss_kib, sample.exit_code, sample.wall_s
+    );
+    if sample.exit_code != Some(0) {
+        bail!("the command failed");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct CeilingArgs {
+    /// Hash algorithm (the one hash-core uses).
+    #[arg(value_enum)]
+    algorithm: refs::Algorithm,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Dataset whose file sizes to hash (name in --specs-dir, or a spec path).
+    #[arg(long)]
+    spec: String,
+    /// Directory of the committed specs.
+    #[arg(long, default_value = "datasets")]
+    specs_dir: PathBuf,
+    /// Print every file's digest (`sha256sum` format, spec order) instead of a summary.
+    #[arg(long)]
+    digests: bool,
+}
+
+fn ceiling(a: CeilingArgs) -> Result<()> {
+    let refs::Algorithm::Sha256 = a.algorithm;
+    let spec = spec::Spec::load(&spec::resolve(&a.spec, &a.specs_dir)?)?;
+    let files = spec.files();
+    let r = refs::ceiling(&files, a.threads, a.digests);
+    match &r.digests {
+        Some(d) => d
+            .iter()
+            .zip(&files)
+            .for_each(|(d, f)| println!("{}  {}/{}", hash_bench::util::hex(d), spec.name, f.rel)),
+        None => println!(
+            "ceiling sha256: {} files, {} bytes, {} threads, xor {}",
+            r.files,
+            r.bytes,
+            a.threads.max(1),
+            hash_bench::util::hex(&r.xor)
+        ),
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct ReadFloorArgs {
+    /// Reader threads.
+    #[arg(short, long, default_value_t = 1)]
+    jobs: usize,
+    /// Directories or files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+fn read_floor(a: ReadFloorArgs) -> Result<()> {
+    let r = refs::read_floor(&a.paths, a.jobs);
+    println!(
+        "read-floor: {} files, {} bytes, {} errors",
+        r.files, r.bytes, r.errors
+    );
+    if r.errors > 0 {
+        bail!("{} files or directories could not be read", r.errors);
+    }
+    Ok(())
+}
+
+fn strategies() {
+    for h in programs::hashers() {
+        println!("{h}");
+    }
+}
+
+#[derive(Debug, Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    options: PlanOptions,
+    /// Discard finished benchmarks of an earlier, interrupted run of the same plan.
+    #[arg(long)]
+    fresh: bool,
+}
+
+fn plan(a: PlanArgs) -> Result<()> {
+    let opts = a.options.resolve()?;
+    let plan = plan::build(&opts)?;
+    let work = plan::work_dir(&opts.work_parent, &plan);
+    if a.fresh && work.exists() {
+        std::fs::remove_dir_all(&work)?;
+    }
+    let done = plan
+        .benchmarks
+        .iter()
+        .filter(|b| plan::export_path(&work, &b.id).is_file())
+        .count();
+    plan::write(&plan, &work)?;
+    eprint!("{}", plan::summary(&plan, &[]));
+    if done > 0 {
+        eprintln!(
+            "  resuming: {done} of {} benchmarks already done in {} (pass --fresh to start over)",
+            plan.benchmarks.len(),
+            work.display()
+        );
+    }
+    println!("{}", work.display());
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct VerifyArgs {
+    /// Work directory of the plan.
+    #[arg(long)]
+    work: PathBuf,
+    /// Datasets to verify (default: all of the plan's).
+    datasets: Vec<String>,
+}
+
+fn verify(a: VerifyArgs) -> Result<()> {
+    let plan = plan::read(&a.work)?;
+    let names: Vec<String> = if a.datasets.is_empty() {
+        plan.datasets.iter().map(|d| d.spec.name.clone()).collect()
+    } else {
+        a.datasets
+    };
+    for n in &names {
+        let v = verify::verify(&plan, &a.work, n)?;
+        let against = if v.expected_manifest_sha256.is_some() {
+            "the committed digest"
+        } else {
+            "each other (no committed digest)"
+        };
+        eprintln!(
+            "  {n}: {} commands agree ({} lines) and match {against}",
+            v.commands.len(),
+            v.lines
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct RaceArgs {
+    /// Work directory of the plan.
+    #[arg(long)]
+    work: PathBuf,
+    /// hyperfine executable.
+    #[arg(long, default_value = "hyperfine")]
+    hyperfine: OsString,
+}
+
+fn race(a: RaceArgs) -> Result<()> {
+    let work = std::fs::canonicalize(&a.work).with_context(|| a.work.display().to_string())?;
+    race::race(&work, &std::env::current_exe()?, &a.hyperfine)
+}
+
+#[derive(Debug, Args)]
+struct CollectArgs {
+    /// Work directory of the plan.
+    #[arg(long)]
+    work: PathBuf,
+    /// Directory receiving the results file and its raw directory.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// hyperfine executable (for its version).
+    #[arg(long, default_value = "hyperfine")]
+    hyperfine: String,
+    /// Then validate the results file, as `hash-bench validate` does.
+    #[arg(long)]
+    validate: bool,
+    /// Then draw its charts into `<results without .json>/charts` (a drawing failure is
+    /// a warning: it does not lose a sweep).
+    #[arg(long)]
+    charts: bool,
+}
+
+fn collect(a: CollectArgs) -> Result<()> {
+    let (file, r) = collect::collect(&a.work, &a.out, &a.hyperfine)?;
+    print!("{}", collect::table(&r));
+    println!("\nresults: {}", file.display());
+    if a.validate {
+        validate(std::slice::from_ref(&file))?;
+    }
+    if a.charts {
+        let dir = file.with_extension("").join("charts");
+        let c = compare::compare_paths(std::slice::from_ref(&file));
+        let drawn = if c.columns.is_empty() {
+            Ok(Vec::new())
+        } else {
+            chart::write_all(&c, &dir)
+        };
+        match drawn.and_then(|_| compare::report_refused(&c)) {
+            Ok(()) => println!("charts: {}/", dir.display()),
+            Err(e) => {
+                eprintln!("hash-bench: {e:#}");
+                println!(
+                    "warning: charts not drawn (hash-bench chart {} --out {})",
+                    file.display(),
+                    dir.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn validate(files: &[PathBuf]) -> Result<()> {
+    for f in files {
+        let r = results::validate_file(f)?;
+        let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
+        println!(
+            "{}: valid schema v{} ({} benchmarks, {} datasets, {invalid} flagged invalid)",
+            f.display(),
+            r.schema_version,
+            r.benchmarks.len(),
+            r.datasets.len()
+        );
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+struct CompareArgs {
+    /// Results files or directories of them; one column each.
+    #[arg(required_unless_present = "update_doc")]
+    files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: compare::Format,
+    /// Regenerate the `<!-- compare:begin FILES -->` sections of this Markdown file.
+    #[arg(long, conflicts_with_all = ["files", "format"])]
+    update_doc: Option<PathBuf>,
+    /// With --update-doc: change nothing, fail if the sections are out of date.
+    #[arg(long, requires = "update_doc")]
+    check: bool,
+}
+
+fn compare(a: CompareArgs) -> Result<()> {
+    match a.update_doc {
+        Some(doc) => compare::run_update_doc(&doc, a.check),
+        None => compare::run_compare(&a.files, a.format),
+    }
 }
 
 fn print_residency(label: &str, r: cache::Residency) {
@@ -273,315 +575,38 @@ fn print_residency(label: &str, r: cache::Residency) {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Cmd::Gen {
-            specs,
-            root,
-            specs_dir,
-            threads,
-            force,
-            quiet,
-        } => {
-            let mut opts = GenOptions {
-                force,
-                progress: !quiet,
-                ..GenOptions::default()
-            };
-            if let Some(t) = threads {
-                opts.threads = t.max(1);
-            }
-            for s in &specs {
-                let spec = spec::Spec::load(&spec::resolve(s, &specs_dir)?)?;
-                let start = std::time::Instant::now();
-                let r = generate(&spec, &root, &opts)?;
-                let what = if r.generated_files == 0 {
-                    "reused".to_string()
-                } else {
-                    format!(
-                        "generated {} files, {}",
-                        r.generated_files,
-                        human_bytes(r.generated_bytes)
-                    )
-                };
-                let check = match r.matches_expected {
-                    Some(true) => "digest matches the committed one".to_string(),
-                    Some(false) => "DIGEST MISMATCH".to_string(),
-                    None => format!("no committed digest; manifest sha256 {}", r.manifest_sha256),
-                };
-                eprintln!(
-                    "  {}: {} files, {}: {what} in {}; {check}",
-                    r.name,
-                    r.files,
-                    human_bytes(r.bytes),
-                    human_secs(start.elapsed().as_secs_f64())
-                );
-            }
-        }
-        Cmd::ManifestDigest { name, root, print } => {
-            let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-            let m = manifest::manifest(&root, &name, threads, false)?;
-            if print {
-                print!("{}", m.text);
-            }
-            println!("{}", m.digest);
-        }
-        Cmd::Evict {
-            paths,
-            record,
-            method,
-        } => {
-            let files = cache::walk_all(&paths)?;
-            let r = cache::evict(&files, method)?;
-            if let Some(rec) = record {
-                ResidencySample::now("evict", r).append_to(&rec)?;
-            } else {
-                print_residency("after eviction", r);
-            }
-        }
-        Cmd::Residency {
-            paths,
-            record,
-            json,
-        } => {
-            let files = cache::walk_all(&paths)?;
-            let r = cache::residency(&files)?;
-            let sample = ResidencySample::now("none", r);
-            if let Some(rec) = &record {
-                sample.append_to(rec)?;
-            }
-            if json {
-                println!("{}", serde_json::to_string(&sample)?);
-            } else if record.is_none() {
-                print_residency("residency", r);
-            }
-        }
-        Cmd::Warm { paths, min_percent } => {
-            let files = cache::walk_all(&paths)?;
-            let r = cache::warm(&files)?;
-            print_residency("after warming", r);
-            if r.percent() < min_percent {
-                bail!(
-                    "only {:.1} % resident after reading everything (need {min_percent} %): not enough memory for a warm run?",
-                    r.percent()
-                );
-            }
-        }
-        Cmd::FsCheck { path, probe } => {
-            let c = cache::fs_check(&path, probe)?;
-            println!("{}", serde_json::to_string(&c)?);
-        }
-        Cmd::Maxrss {
-            out,
-            work,
-            id,
-            command,
-        } => {
-            let sample = match (work, id) {
-                (Some(work), Some(id)) => {
-                    let plan = plan::read(&work)?;
-                    let b = plan
-                        .benchmarks
-                        .iter()
-                        .find(|b| b.id == id)
-                        .with_context(|| format!("no benchmark {id} in the plan"))?;
-                    let root = Path::new(&plan.data_root);
-                    let before = if b.cache == Cache::Cold {
-                        let files = cache::walk_files(&root.join(&b.dataset))?;
-                        cache::evict(&files, plan.eviction)?;
-                        "evict"
-                    } else {
-                        "none"
-                    };
-                    let argv: Vec<OsString> = b.argv.iter().map(OsString::from).collect();
-                    let s = maxrss::measure(&argv, Some(root), before)?;
-                    let out = out.unwrap_or_else(|| plan::rss_path(&work, &id));
-                    write_json(&out, &s)?;
-                    s
-                }
-                _ => {
-                    let s = maxrss::measure(&command, None, "none")?;
-                    if let Some(out) = &out {
-                        write_json(out, &s)?;
-                    }
-                    s
-                }
-            };
-            println!(
-                "max RSS {} KiB (exit {:?}, {:.3} s)",
-                sample.max_rss_kib, sample.exit_code, sample.wall_s
-            );
-            if sample.exit_code != Some(0) {
-                bail!("the command failed");
-            }
-        }
-        Cmd::Ceiling {
-            algorithm: refs::Algorithm::Sha256,
-            threads,
-            spec,
-            specs_dir,
-            digests,
-        } => {
-            let spec = spec::Spec::load(&spec::resolve(&spec, &specs_dir)?)?;
-            let files = spec.files();
-            let r = refs::ceiling(&files, threads, digests);
-            match &r.digests {
-                Some(d) => d.iter().zip(&files).for_each(|(d, f)| {
-                    println!("{}  {}/{}", hash_bench::util::hex(d), spec.name, f.rel)
-                }),
-                None => println!(
-                    "ceiling sha256: {} files, {} bytes, {} threads, xor {}",
-                    r.files,
-                    r.bytes,
-                    threads.max(1),
-                    hash_bench::util::hex(&r.xor)
-                ),
-            }
-        }
-        Cmd::ReadFloor { jobs, paths } => {
-            let r = refs::read_floor(&paths, jobs);
-            println!(
-                "read-floor: {} files, {} bytes, {} errors",
-                r.files, r.bytes, r.errors
-            );
-            if r.errors > 0 {
-                bail!("{} files or directories could not be read", r.errors);
-            }
-        }
-        Cmd::HoldMemory { mib } => refs::hold_memory(mib)?,
+        Cmd::Gen(a) => gen(a),
+        Cmd::ManifestDigest(a) => manifest_digest(a),
+        Cmd::Evict(a) => evict(a),
+        Cmd::Residency(a) => residency(a),
+        Cmd::Warm(a) => warm(a),
+        Cmd::FsCheck(a) => fs_check(a),
+        Cmd::Maxrss(a) => maxrss(a),
+        Cmd::Ceiling(a) => ceiling(a),
+        Cmd::ReadFloor(a) => read_floor(a),
+        Cmd::HoldMemory { mib } => refs::hold_memory(mib),
         Cmd::Machine { data_dir } => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&machine::collect(&data_dir))?
-            );
+            let m = serde_json::to_string_pretty(&machine::collect(&data_dir))?;
+            println!("{m}");
+            Ok(())
         }
-        Cmd::Plan {
-            sweep,
-            datasets,
-            extra_datasets,
-            specs_dir,
-            data_root,
-            bin_dir,
-            hash_bench,
-            jobs,
-            peers,
-            no_warm,
-            no_cold,
-            eviction,
-            repo,
-            work_parent,
-            fresh,
-            no_python,
-        } => {
-            if no_warm && no_cold {
-                bail!("--no-warm and --no-cold leave nothing to measure");
-            }
-            let abs =
-                |p: PathBuf| std::fs::canonicalize(&p).with_context(|| format!("{}", p.display()));
-            std::fs::create_dir_all(&data_root)?;
-            std::fs::create_dir_all(&work_parent)?;
-            let hash_bench = match hash_bench {
-                Some(p) => abs(p)?,
-                None => std::env::current_exe()?,
-            };
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            let mut datasets = datasets
-                .unwrap_or_else(|| sweep.datasets().iter().map(|s| s.to_string()).collect());
-            datasets.extend(extra_datasets);
-            let opts = PlanOptions {
-                sweep,
-                datasets: Some(datasets),
-                specs_dir,
-                data_root: abs(data_root)?,
-                bin_dir: abs(bin_dir)?,
-                hash_bench,
-                jobs: jobs.unwrap_or_else(|| vec![cores]),
-                peers,
-                warm: !no_warm,
-                cold: !no_cold,
-                eviction,
-                repo: abs(repo)?,
-                work_parent: abs(work_parent)?,
-                python: !no_python,
-            };
-            let plan = plan::build(&opts)?;
-            let work = plan::work_dir(&opts.work_parent, &plan);
-            if fresh && work.exists() {
-                std::fs::remove_dir_all(&work)?;
-            }
-            let done = plan
-                .benchmarks
-                .iter()
-                .filter(|b| plan::export_path(&work, &b.id).is_file())
-                .count();
-            plan::write(&plan, &work)?;
-            eprint!("{}", plan::summary(&plan, &[]));
-            if done > 0 {
-                eprintln!(
-                    "  resuming: {done} of {} benchmarks already done in {} (pass --fresh to start over)",
-                    plan.benchmarks.len(),
-                    work.display()
-                );
-            }
-            println!("{}", work.display());
+        Cmd::Strategies => {
+            strategies();
+            Ok(())
         }
-        Cmd::Verify { work, datasets } => {
-            let plan = plan::read(&work)?;
-            let names: Vec<String> = if datasets.is_empty() {
-                plan.datasets.iter().map(|d| d.spec.name.clone()).collect()
-            } else {
-                datasets
-            };
-            for n in &names {
-                let v = verify::verify(&plan, &work, n)?;
-                let against = if v.expected_manifest_sha256.is_some() {
-                    "the committed digest"
-                } else {
-                    "each other (no committed digest)"
-                };
-                eprintln!(
-                    "  {n}: {} commands agree ({} lines) and match {against}",
-                    v.commands.len(),
-                    v.lines
-                );
-            }
-        }
-        Cmd::Collect {
-            work,
-            out,
-            hyperfine,
-        } => {
-            let (file, r) = collect::collect(&work, &out, &hyperfine)?;
-            print!("{}", collect::table(&r));
-            println!("\nresults: {}", file.display());
-        }
-        Cmd::Validate { files } => {
-            for f in &files {
-                let r = results::validate_file(f)?;
-                let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
-                println!(
-                    "{}: valid schema v{} ({} benchmarks, {} datasets, {invalid} flagged invalid)",
-                    f.display(),
-                    r.schema_version,
-                    r.benchmarks.len(),
-                    r.datasets.len()
-                );
-            }
-        }
+        Cmd::Plan(a) => plan(a),
+        Cmd::Verify(a) => verify(a),
+        Cmd::Race(a) => race(a),
+        Cmd::Collect(a) => collect(a),
+        Cmd::Validate { files } => validate(&files),
         Cmd::Table { file } => {
             let r = results::validate_file(&file)?;
             print!("{}", collect::table(&r));
+            Ok(())
         }
-        Cmd::Compare {
-            files,
-            format,
-            update_doc,
-            check,
-        } => match update_doc {
-            Some(doc) => compare::run_update_doc(&doc, check)?,
-            None => compare::run_compare(&files, format)?,
-        },
-        Cmd::Chart { files, out } => chart::run_chart(&files, &out)?,
+        Cmd::Compare(a) => compare(a),
+        Cmd::Chart { files, out } => chart::run_chart(&files, &out),
     }
-    Ok(())
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {

@@ -1,10 +1,11 @@
 //! The plan of a sweep: which program runs on which dataset in which cache state, with
 //! how many runs, the exact command lines, and a time estimate.
 //!
-//! `bench.sh` asks for a plan (`hash-bench plan`), which is written as `plan.json` (read
-//! back by `verify`, `maxrss --id` and `collect`) and `plan.tsv` (one benchmark per line,
-//! for the shell loop). Keeping the commands here means they are built, quoted and tested
-//! in one place, and the shell loop only passes them on to hyperfine.
+//! `bench.sh` asks for a plan (`hash-bench plan`), which is written as `plan.json` and
+//! read back by the steps that follow (`gen --work`, `verify`, `race`, `maxrss --id`,
+//! `collect`): the shell script parses none of it. Keeping the commands here means they
+//! are built, quoted and tested in one place. The programs themselves are a table in
+//! [`crate::programs`].
 //!
 //! The plan has an id (a hash of everything that affects the numbers: settings, binary
 //! digests, dataset specs); its work directory is `<work-parent>/<sweep>-<id>`. A rerun
@@ -18,37 +19,16 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use hash_core::Strategy;
+
 use crate::cache::EvictMethod;
 use crate::gen::read_marker;
+use crate::programs::{self, Def, Group, Program, RunPolicy};
 use crate::spec::{self, totals, Spec};
-use crate::util::{hex, human_bytes, human_secs, sh_join, sh_quote, version_line, which};
+use crate::util::{hex, human_bytes, human_secs, sh_join, version_line, which};
 
 /// Version of `plan.json`'s layout (internal to one run, but checked on resume).
 pub const PLAN_VERSION: u32 = 2;
-
-/// The four hashrace binaries, in the order they are reported.
-pub const HASHERS: [&str; 4] = ["hash-serial", "hash-threads", "hash-procs", "hash-async"];
-
-/// The parallel hashers: raced at each swept `-j` and once with no `-j` at all.
-pub const PARALLEL_HASHERS: [&str; 3] = ["hash-threads", "hash-procs", "hash-async"];
-
-/// `hash-async --io` modes raced as programs of their own (`hash-async-<mode>`) when
-/// `hash-async --help` lists `--io`; plain `hash-async` is its default mode.
-pub const ASYNC_IO_MODES: [&str; 2] = ["pool", "uring"];
-
-/// Reads in flight of the read-floor reference rows besides the number of CPUs (the
-/// hashers' default): about what `hash-threads`/`hash-async` keep in flight on cold
-/// small files. The one place to change it.
-pub const READ_FLOOR_EXTRA_JOBS: [u32; 1] = [64];
-
-/// The Python reference programs (`scripts/pyhash.py <strategy>`), raced when
-/// `python3` is installed.
-pub const PYTHON_PROGRAMS: [&str; 4] = [
-    "python-serial",
-    "python-threads",
-    "python-procs",
-    "python-asyncio",
-];
 
 /// Datasets with at least this many files are scale tests: only the hashrace programs
 /// run on them, at their default `-j`, [`SCALE_RUNS`] times (peers, Python and
@@ -56,9 +36,6 @@ pub const PYTHON_PROGRAMS: [&str; 4] = [
 pub const SCALE_FILES: u64 = 500_000;
 /// Timed runs on a scale dataset.
 pub const SCALE_RUNS: u32 = 3;
-
-/// Peers raced when installed, in the order they are reported.
-pub const PEERS: [&str; 4] = ["sha256sum", "rhash", "hashdeep", "b3sum"];
 
 /// A cold run is invalid if more than this share of its data was resident before it.
 pub const COLD_MAX_RESIDENT_PERCENT: f64 = 5.0;
@@ -341,9 +318,10 @@ impl std::str::FromStr for PeerSelection {
             "none" | "" => Ok(Self::None),
             list => {
                 let v: Vec<String> = list.split(',').map(|x| x.trim().to_string()).collect();
+                let known: Vec<&str> = programs::group(Group::Peer).map(|d| d.name).collect();
                 for p in &v {
-                    if !PEERS.contains(&p.as_str()) {
-                        return Err(format!("unknown peer {p:?} (known: {})", PEERS.join(", ")));
+                    if !known.contains(&p.as_str()) {
+                        return Err(format!("unknown peer {p:?} (known: {})", known.join(", ")));
                     }
                 }
                 Ok(Self::List(v))
@@ -352,95 +330,78 @@ impl std::str::FromStr for PeerSelection {
     }
 }
 
-/// Inputs of [`build`].
-#[derive(Debug, Clone)]
+/// The plan's settings: the options of `hash-bench plan`, and the input of [`build`].
+/// Paths are taken as given; [`PlanOptions::resolve`] makes them absolute (and creates
+/// the data and work directories) for a plan that will be written and run.
+#[derive(Debug, Clone, clap::Args)]
 pub struct PlanOptions {
     /// The sweep.
+    #[arg(long, value_enum, default_value = "default")]
     pub sweep: Sweep,
-    /// Datasets to use instead of the sweep's (names or spec paths).
+    /// Datasets instead of the sweep's (comma-separated names or spec paths).
+    #[arg(long, value_delimiter = ',')]
     pub datasets: Option<Vec<String>>,
+    /// Datasets to add to the sweep's (comma-separated), e.g. the optional `big`.
+    #[arg(long, value_delimiter = ',')]
+    pub extra_datasets: Vec<String>,
     /// Directory of the committed specs.
+    #[arg(long, default_value = "datasets")]
     pub specs_dir: PathBuf,
-    /// Data root.
+    /// Data root (where the datasets are generated; commands run there).
+    #[arg(long, default_value = "datasets/data")]
     pub data_root: PathBuf,
-    /// Hashrace binaries.
+    /// Directory holding the hashrace binaries (`hash-bench strategies` lists them).
+    #[arg(long)]
     pub bin_dir: PathBuf,
-    /// hash-bench binary for prepare commands.
-    pub hash_bench: PathBuf,
-    /// Job counts.
-    pub jobs: Vec<u32>,
-    /// Peers.
+    /// This binary, as prepare commands should call it (default: this executable).
+    #[arg(long)]
+    pub hash_bench: Option<PathBuf>,
+    /// Job counts to sweep, comma-separated (default: available CPUs).
+    #[arg(long, value_delimiter = ',')]
+    pub jobs: Option<Vec<u32>>,
+    /// Peers: auto (sha256sum, plus rhash/hashdeep/b3sum if installed), none, or a list.
+    #[arg(long, default_value = "auto")]
     pub peers: PeerSelection,
-    /// Measure warm.
+    /// Skip warm runs.
+    #[arg(long = "no-warm", action = clap::ArgAction::SetFalse)]
     pub warm: bool,
-    /// Measure cold.
+    /// Skip cold runs.
+    #[arg(long = "no-cold", action = clap::ArgAction::SetFalse)]
     pub cold: bool,
-    /// Eviction method.
+    /// Eviction method for cold runs.
+    #[arg(long, value_enum, default_value = "fadvise")]
     pub eviction: EvictMethod,
-    /// Harness repository.
+    /// Harness repository (for the commit).
+    #[arg(long, default_value = ".")]
     pub repo: PathBuf,
-    /// Where raw files will be (`<work>/raw`): prepare commands write there.
+    /// Parent of the work directory (where raw files will be, `<work>/raw`: prepare
+    /// commands write there).
+    #[arg(long, default_value = "results/tmp")]
     pub work_parent: PathBuf,
-    /// Race the Python reference programs (`<repo>/scripts/pyhash.py`) if `python3` is
-    /// installed.
+    /// Leave out the Python reference programs (raced when python3 is installed).
+    #[arg(long = "no-python", action = clap::ArgAction::SetFalse)]
     pub python: bool,
 }
 
-/// Rough cost model of one program run, for the estimate and for scaling run counts.
-/// Numbers are from docs/BENCHMARKING.md's measurements of the 2-vCPU reference machine;
-/// they only need to be right within a factor of two.
-fn exec_estimate(
-    program: &str,
-    jobs: Option<u32>,
-    cache: Cache,
-    d: &PlanDataset,
-    cores: u32,
-) -> f64 {
-    // (bytes/s per worker, seconds per file per worker, uses several cores). Between the
-    // idle numbers of BENCHMARKING.md and those measured with the other core busy.
-    let (rate, per_file, parallel) = match program {
-        "hash-serial" => (1.3e9, 15e-6, false),
-        "ref-sha256-1core" => (1.2e9, 1e-6, false),
-        "ref-sha256-allcores" => (1.2e9, 1e-6, true),
-        "ref-read-floor" => (5.0e9, 8e-6, true),
-        "python-serial" => (1.0e9, 40e-6, false),
-        "python-procs" => (1.0e9, 80e-6, true),
-        p if p.starts_with("python-") => (1.0e9, 60e-6, true),
-        // Fitted to the committed default sweep (its hashers ran ~0.74x the old model).
-        p if p.starts_with("hash-") => (1.3e9, 15e-6, true),
-        "sha256sum" => (0.2e9, 20e-6, true),
-        "hashdeep" => (0.2e9, 30e-6, true),
-        "rhash" => (1.0e9, 20e-6, false),
-        "b3sum" => (4.0e9, 20e-6, true),
-        _ => (1.0e9, 20e-6, false),
-    };
-    let par = if parallel {
-        f64::from(jobs.unwrap_or(cores).clamp(1, cores.max(1)))
-    } else {
-        1.0
-    };
-    let (bytes, files, largest) = (d.bytes as f64, d.files as f64, d.largest as f64);
-    // Start-up: an interpreter (and, for python-procs, a pool of them) costs more.
-    let start = match program {
-        "python-procs" => 0.15,
-        p if p.starts_with("python-") => 0.05,
-        _ => 0.005,
-    };
-    let warm = (bytes / (rate * par)).max(largest / rate) + files * per_file / par + start;
-    // Reads in flight of the read floor are not capped by the cores.
-    let par = if program == "ref-read-floor" {
-        f64::from(jobs.unwrap_or(cores).max(1))
-    } else {
-        par
-    };
-    match cache {
-        Cache::Warm => warm,
-        Cache::Cold => {
-            // ~1 GB/s sequential; cold small files cost ~75 us each with one read in
-            // flight, and more reads in flight help only partly on this disk.
-            let io = bytes / 1.0e9 + files * 75e-6 / par.sqrt();
-            warm.max(io) + 0.1 * warm.min(io)
+impl PlanOptions {
+    /// Create the data root and work parent, and make every path absolute (commands run
+    /// in the data root, so nothing in the plan may be relative).
+    pub fn resolve(mut self) -> Result<PlanOptions> {
+        if !self.warm && !self.cold {
+            bail!("--no-warm and --no-cold leave nothing to measure");
         }
+        let abs = |p: &Path| std::fs::canonicalize(p).with_context(|| format!("{}", p.display()));
+        std::fs::create_dir_all(&self.data_root)?;
+        std::fs::create_dir_all(&self.work_parent)?;
+        self.hash_bench = Some(match &self.hash_bench {
+            Some(p) => abs(p)?,
+            None => std::env::current_exe()?,
+        });
+        self.data_root = abs(&self.data_root)?;
+        self.bin_dir = abs(&self.bin_dir)?;
+        self.repo = abs(&self.repo)?;
+        self.work_parent = abs(&self.work_parent)?;
+        Ok(self)
     }
 }
 
@@ -479,20 +440,13 @@ pub fn git_commit(dir: &Path) -> Option<String> {
     Some(if dirty { format!("{head}-dirty") } else { head })
 }
 
-fn peer_version(name: &str) -> Option<String> {
-    match name {
-        "hashdeep" => version_line(name, &["-V"]).map(|v| format!("hashdeep {v}")),
-        _ => version_line(name, &["--version"]),
-    }
-}
-
 /// Whether the harness checks a program's output before timing it: the hashrace
 /// programs and the Python references print exactly `sha256sum`'s lines.
 pub fn verified(p: &ProgramInfo) -> bool {
-    p.kind == Kind::Hashrace || p.name.starts_with("python-")
+    p.kind == Kind::Hashrace || programs::lookup(&p.name).is_some_and(|d| d.verified)
 }
 
-/// Whether `hash-async --help` lists `--io` (the binaries before it have one mode).
+/// Whether a hasher's `--help` lists `--io` (only those with several I/O modes do).
 fn lists_io_flag(path: &Path) -> bool {
     Command::new(path)
         .arg("--help")
@@ -515,21 +469,13 @@ fn python_interpreter() -> Option<String> {
     Path::new(&exe).is_file().then_some(exe)
 }
 
-/// Build the plan (does not write it).
-pub fn build(o: &PlanOptions) -> Result<Plan> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let mem_kib = crate::machine::collect(&o.data_root).mem_total_kib;
-    let mut jobs = o.jobs.clone();
-    jobs.sort_unstable();
-    jobs.dedup();
-    if jobs.is_empty() || jobs.contains(&0) {
-        bail!("--jobs needs positive job counts");
-    }
-
-    // Programs.
+/// The programs of a plan, in report order: the hashrace binaries (and their `--io`
+/// modes), the selected peers, the limits, and the Python references.
+fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Program>> {
     let mut programs = Vec::new();
-    for name in HASHERS {
-        let path = o.bin_dir.join(name);
+    for s in Strategy::ALL {
+        let name = programs::hasher_binary(s);
+        let path = o.bin_dir.join(&name);
         if !path.is_file() {
             bail!(
                 "{} not found (build the workspace in release mode, or pass --bin-dir)",
@@ -537,94 +483,88 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
             );
         }
         let info = ProgramInfo {
-            name: name.to_string(),
+            name: name.clone(),
             kind: Kind::Hashrace,
             algorithm: "sha256".into(),
             path: path.display().to_string(),
             version: version_line(&path.to_string_lossy(), &["--version"]),
             sha256: Some(sha256_of_file(&path)?),
         };
-        programs.push(info.clone());
-        if name == "hash-async" && lists_io_flag(&path) {
-            for mode in ASYNC_IO_MODES {
-                programs.push(ProgramInfo {
-                    name: format!("hash-async-{mode}"),
+        programs.push(Program::hasher(s, info.clone(), None));
+        if lists_io_flag(&path) {
+            for mode in programs::io_modes() {
+                let info = ProgramInfo {
+                    name: format!("{name}-{mode}"),
                     ..info.clone()
-                });
+                };
+                programs.push(Program::hasher(s, info, Some(mode)));
             }
         }
     }
-    let wanted: Vec<String> = match &o.peers {
-        PeerSelection::None => vec![],
-        PeerSelection::Auto => PEERS
-            .iter()
-            .filter(|p| **p == "sha256sum" || which(p).is_some())
-            .map(|p| p.to_string())
-            .collect(),
-        PeerSelection::List(v) => v.clone(),
+    let wanted = |d: &Def| match &o.peers {
+        PeerSelection::None => false,
+        PeerSelection::Auto => d.always || which(d.name).is_some(),
+        PeerSelection::List(v) => v.iter().any(|w| w == d.name),
     };
-    for name in PEERS.iter().filter(|p| wanted.iter().any(|w| w == *p)) {
-        let Some(path) = which(name) else {
-            bail!("peer {name} is not installed (install it, e.g. with --install-peers, or choose --peers)");
+    for d in programs::group(Group::Peer).filter(|d| wanted(d)) {
+        let Some(path) = which(d.name) else {
+            bail!("peer {} is not installed (install it, e.g. with --install-peers, or choose --peers)", d.name);
         };
-        if matches!(*name, "sha256sum" | "b3sum") {
-            for tool in ["find", "sort", "xargs", "sh"] {
-                if which(tool).is_none() {
-                    bail!("peer {name} needs {tool} on PATH");
-                }
+        for tool in d.needs {
+            if which(tool).is_none() {
+                bail!("peer {} needs {tool} on PATH", d.name);
             }
         }
-        programs.push(ProgramInfo {
-            name: name.to_string(),
-            kind: if *name == "b3sum" {
-                Kind::Reference
-            } else {
-                Kind::Peer
-            },
-            algorithm: if *name == "b3sum" { "blake3" } else { "sha256" }.into(),
+        let (flag, prefix) = d.version;
+        let info = ProgramInfo {
+            name: d.name.into(),
+            kind: d.kind,
+            algorithm: d.algorithm.into(),
             path: path.display().to_string(),
-            version: peer_version(name),
+            version: version_line(d.name, &[flag]).map(|v| format!("{prefix}{v}")),
             sha256: None,
-        });
+        };
+        programs.push(Program::from_def(d, info));
     }
-
     // References: the limits (measured by this binary) and the Python programs.
-    let hb_sha = sha256_of_file(&o.hash_bench).ok();
-    for (name, algorithm) in [
-        ("ref-sha256-1core", "sha256"),
-        ("ref-sha256-allcores", "sha256"),
-        ("ref-read-floor", "none"),
-    ] {
-        programs.push(ProgramInfo {
-            name: name.into(),
-            kind: Kind::Reference,
-            algorithm: algorithm.into(),
-            path: o.hash_bench.display().to_string(),
+    let hb_sha = sha256_of_file(hash_bench).ok();
+    for d in programs::group(Group::Limit) {
+        let info = ProgramInfo {
+            name: d.name.into(),
+            kind: d.kind,
+            algorithm: d.algorithm.into(),
+            path: hash_bench.display().to_string(),
             version: None,
             sha256: hb_sha.clone(),
-        });
+        };
+        programs.push(Program::from_def(d, info));
     }
-    let script = o.repo.join("scripts/pyhash.py");
     if o.python && script.is_file() {
         if let Some(python) = python_interpreter() {
-            for name in PYTHON_PROGRAMS {
-                programs.push(ProgramInfo {
-                    name: name.into(),
-                    kind: Kind::Reference,
-                    algorithm: "sha256".into(),
+            for d in programs::group(Group::Python) {
+                let info = ProgramInfo {
+                    name: d.name.into(),
+                    kind: d.kind,
+                    algorithm: d.algorithm.into(),
                     path: python.clone(),
                     version: version_line(&python, &["--version"]),
-                    sha256: Some(sha256_of_file(&script)?),
-                });
+                    sha256: Some(sha256_of_file(script)?),
+                };
+                programs.push(Program::from_def(d, info));
             }
         }
     }
+    Ok(programs)
+}
 
-    // Datasets.
-    let names: Vec<String> = match &o.datasets {
+/// The datasets of a plan, with the cache states each is measured in.
+fn datasets(o: &PlanOptions) -> Result<Vec<PlanDataset>> {
+    let mem_kib = crate::machine::collect(&o.data_root).mem_total_kib;
+    let mut names: Vec<String> = match &o.datasets {
         Some(v) => v.clone(),
         None => o.sweep.datasets().iter().map(|s| s.to_string()).collect(),
     };
+    names.extend(o.extra_datasets.iter().cloned());
     let mut datasets = Vec::new();
     for n in &names {
         let path = spec::resolve(n, &o.specs_dir)?;
@@ -668,11 +608,61 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
             spec,
         });
     }
+    Ok(datasets)
+}
+
+/// Timed runs of one benchmark: the sweep's minimum for the program's [`RunPolicy`],
+/// scaled up for cheap runs and capped for expensive ones.
+fn timed_runs(p: &Program, cache: Cache, scale: bool, runs: Runs, exec: f64) -> u32 {
+    let is_peer = p.info.kind != Kind::Hashrace;
+    let min_runs = match (p.runs, cache) {
+        _ if scale => SCALE_RUNS,
+        (RunPolicy::Python, Cache::Warm) => PYTHON_RUNS.0,
+        (RunPolicy::Python, Cache::Cold) => PYTHON_RUNS.1,
+        (RunPolicy::Hasher, Cache::Warm) => runs.warm,
+        (RunPolicy::Hasher, Cache::Cold) => runs.cold,
+        (RunPolicy::Peer | RunPolicy::Fixed, Cache::Warm) => runs.peer_warm,
+        (RunPolicy::Peer | RunPolicy::Fixed, Cache::Cold) => runs.peer_cold,
+    };
+    let scaled = (TARGET_TIMED_S / exec).ceil() as u32;
+    // Scale, Python and ceiling runs are not multiplied: few on purpose (minutes per run;
+    // a reference, not a competitor; no I/O, no noise).
+    let mut n = if scale || matches!(p.runs, RunPolicy::Python | RunPolicy::Fixed) {
+        min_runs
+    } else {
+        scaled.clamp(min_runs, min_runs * 3)
+    };
+    if is_peer && exec > SLOW_PEER_S {
+        n = n.min(SLOW_PEER_RUNS);
+    }
+    if !is_peer && !scale {
+        let cap = ((MAX_TIMED_S / exec).ceil() as u32).max(min_runs.min(5));
+        n = n.min(cap);
+    }
+    n
+}
+
+/// Build the plan (does not write it).
+pub fn build(o: &PlanOptions) -> Result<Plan> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mut jobs = o.jobs.clone().unwrap_or_else(|| vec![cores]);
+    jobs.sort_unstable();
+    jobs.dedup();
+    if jobs.is_empty() || jobs.contains(&0) {
+        bail!("--jobs needs positive job counts");
+    }
+    let hash_bench = match &o.hash_bench {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?,
+    };
+    let script = o.repo.join("scripts/pyhash.py");
+    let programs = programs(o, &hash_bench, &script)?;
+    let datasets = datasets(o)?;
 
     let runs = o.sweep.runs();
     let data_root = std::fs::canonicalize(&o.data_root)
         .with_context(|| format!("data directory {}", o.data_root.display()))?;
-    let hb = o.hash_bench.display().to_string();
+    let hb = hash_bench.display().to_string();
     let mut plan = Plan {
         plan_version: PLAN_VERSION,
         id: String::new(),
@@ -689,7 +679,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         cold_max_resident_percent: COLD_MAX_RESIDENT_PERCENT,
         warm_min_resident_percent: WARM_MIN_RESIDENT_PERCENT,
         datasets: Vec::new(),
-        programs: programs.clone(),
+        programs: programs.iter().map(|p| p.info.clone()).collect(),
         benchmarks: Vec::new(),
         verify_estimate_s: 0.0,
         estimate_s: 0.0,
@@ -700,10 +690,10 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     }
 
     // Benchmarks: per dataset, warm then cold, programs in report order, jobs ascending.
+    let script = script.display().to_string();
     let mut verify_estimate = 0.0;
     for d in &datasets {
         let name = d.spec.name.as_str();
-        let q = sh_quote(name);
         let scale = d.files >= SCALE_FILES;
         let spec_path = std::fs::canonicalize(&d.spec_path)
             .unwrap_or_else(|_| PathBuf::from(&d.spec_path))
@@ -711,141 +701,23 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
             .to_string();
         for &cache in &d.caches {
             for p in &programs {
-                let pname = p.name.as_str();
-                let parallel_hasher = PARALLEL_HASHERS.iter().any(|h| pname.starts_with(h));
-                let python = pname.starts_with("python-");
                 // Scale datasets: hashrace programs only, at their default -j.
-                if scale && p.kind != Kind::Hashrace {
+                if scale && p.info.kind != Kind::Hashrace {
                     continue;
                 }
                 // The in-memory ceiling does no I/O: warm only.
-                if pname.starts_with("ref-sha256-") && cache == Cache::Cold {
+                if p.warm_only && cache == Cache::Cold {
                     continue;
                 }
-                // (jobs, run with no -j at all)
-                let mut variants: Vec<(Option<u32>, bool)> = match pname {
-                    "hash-serial"
-                    | "rhash"
-                    | "python-serial"
-                    | "ref-sha256-1core"
-                    | "ref-sha256-allcores" => vec![(None, false)],
-                    "ref-read-floor" => {
-                        let mut v: Vec<u32> = std::iter::once(cores)
-                            .chain(READ_FLOOR_EXTRA_JOBS)
-                            .collect();
-                        v.sort_unstable();
-                        v.dedup();
-                        v.into_iter().map(|j| (Some(j), false)).collect()
-                    }
-                    _ if scale => vec![],
-                    _ => jobs.iter().map(|&j| (Some(j), false)).collect(),
-                };
-                // hash-async's io modes: at the default -j only (plain hash-async, its
-                // default mode, is also raced at each -j).
-                if pname.starts_with("hash-async-") {
-                    variants.clear();
-                }
-                if parallel_hasher {
-                    variants.push((None, true));
-                }
-                for (j, default_jobs) in variants {
-                    let mut argv: Vec<String> = vec![p.path.clone()];
-                    if let Some(mode) = pname.strip_prefix("hash-async-") {
-                        argv.extend(["--io".into(), mode.into()]);
-                    }
-                    let jflag = |argv: &mut Vec<String>| {
-                        if let Some(j) = j {
-                            argv.extend(["-j".into(), j.to_string()]);
-                        }
-                    };
-                    let argv: Vec<String> = match (pname, j) {
-                        (h, _) if h.starts_with("hash-") => {
-                            jflag(&mut argv);
-                            argv.push(name.into());
-                            argv
-                        }
-                        (py, _) if python => {
-                            argv.push(script.display().to_string());
-                            argv.push(py.trim_start_matches("python-").into());
-                            jflag(&mut argv);
-                            argv.push(name.into());
-                            argv
-                        }
-                        ("ref-sha256-1core" | "ref-sha256-allcores", _) => {
-                            let threads = if pname.ends_with("1core") { 1 } else { cores };
-                            argv.extend([
-                                "ceiling".into(),
-                                "sha256".into(),
-                                "--threads".into(),
-                                threads.to_string(),
-                                "--spec".into(),
-                                spec_path.clone(),
-                            ]);
-                            argv
-                        }
-                        ("ref-read-floor", Some(j)) => {
-                            argv.extend(["read-floor".into(), "-j".into(), j.to_string()]);
-                            argv.push(name.into());
-                            argv
-                        }
-                        ("sha256sum", Some(j)) => {
-                            // Several batches per process, so -P really runs in parallel
-                            // (-n 64 over 64 files would be one batch).
-                            let per = d.files.div_ceil(u64::from(j) * 4).max(1);
-                            vec![
-                                "sh".into(),
-                                "-c".into(),
-                                format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0r -P {j} -n {per} sha256sum"),
-                            ]
-                        }
-                        ("b3sum", Some(j)) => vec![
-                            "sh".into(),
-                            "-c".into(),
-                            format!("find -H {q} -type f -print0 | LC_ALL=C sort -z | xargs -0r b3sum --num-threads {j}"),
-                        ],
-                        ("hashdeep", Some(j)) => vec![
-                            "hashdeep".into(),
-                            "-c".into(),
-                            "sha256".into(),
-                            "-r".into(),
-                            "-j".into(),
-                            j.to_string(),
-                            name.into(),
-                        ],
-                        ("rhash", _) => vec!["rhash".into(), "--sha256".into(), "-r".into(), name.into()],
-                        (other, _) => bail!("no command for {other}"),
-                    };
+                for (j, default_jobs) in p.variants(&jobs, cores, scale) {
+                    let argv = p.argv(j, d, &spec_path, &script, cores)?;
                     let id = match (j, default_jobs) {
-                        (Some(j), _) => format!("{name}.{}.{}-j{j}", cache.name(), p.name),
-                        (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.name),
-                        (None, false) => format!("{name}.{}.{}", cache.name(), p.name),
+                        (Some(j), _) => format!("{name}.{}.{}-j{j}", cache.name(), p.info.name),
+                        (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.info.name),
+                        (None, false) => format!("{name}.{}.{}", cache.name(), p.info.name),
                     };
-                    let is_peer = p.kind != Kind::Hashrace;
-                    let min_runs = match (cache, is_peer) {
-                        _ if scale => SCALE_RUNS,
-                        (Cache::Warm, _) if python => PYTHON_RUNS.0,
-                        (Cache::Cold, _) if python => PYTHON_RUNS.1,
-                        (Cache::Warm, false) => runs.warm,
-                        (Cache::Cold, false) => runs.cold,
-                        (Cache::Warm, true) => runs.peer_warm,
-                        (Cache::Cold, true) => runs.peer_cold,
-                    };
-                    let exec = exec_estimate(&p.name, j, cache, d, cores);
-                    let scaled = (TARGET_TIMED_S / exec).ceil() as u32;
-                    // Scale, Python and ceiling runs are not multiplied: few on purpose
-                    // (minutes per run; a reference, not a competitor; no I/O, no noise).
-                    let mut n = if scale || python || pname.starts_with("ref-sha256-") {
-                        min_runs
-                    } else {
-                        scaled.clamp(min_runs, min_runs * 3)
-                    };
-                    if is_peer && exec > SLOW_PEER_S {
-                        n = n.min(SLOW_PEER_RUNS);
-                    }
-                    if !is_peer && !scale {
-                        let cap = ((MAX_TIMED_S / exec).ceil() as u32).max(min_runs.min(5));
-                        n = n.min(cap);
-                    }
+                    let exec = p.exec_estimate(j, cache, d, cores);
+                    let n = timed_runs(p, cache, scale, runs, exec);
                     let per_run = exec + prepare_estimate(cache, d);
                     let warm_step = if cache == Cache::Warm {
                         d.bytes as f64 / 5e9 + d.files as f64 * 10e-6
@@ -856,16 +728,16 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
                     // starting hyperfine and the helpers.
                     let estimate = ESTIMATE_FACTOR
                         * (f64::from(n + runs.warmup + 1) * per_run + warm_step + 0.5);
-                    if verified(p) && cache == d.caches[0] {
+                    if verified(&p.info) && cache == d.caches[0] {
                         verify_estimate +=
-                            ESTIMATE_FACTOR * exec_estimate(&p.name, j, Cache::Warm, d, cores);
+                            ESTIMATE_FACTOR * p.exec_estimate(j, Cache::Warm, d, cores);
                     }
                     plan.benchmarks.push(PlanEntry {
                         id,
                         dataset: name.to_string(),
                         cache,
-                        program: p.name.clone(),
-                        kind: p.kind,
+                        program: p.info.name.clone(),
+                        kind: p.info.kind,
                         jobs: j,
                         default_jobs,
                         runs: n,
@@ -909,6 +781,16 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     Ok(plan)
 }
 
+/// How a benchmark is labelled in progress lines and tables: `hash-threads -j2`,
+/// `hash-threads -j default`, `hash-serial`.
+pub fn label(b: &PlanEntry) -> String {
+    match (b.jobs, b.default_jobs) {
+        (Some(j), _) => format!("{} -j{j}", b.program),
+        (None, true) => format!("{} -j default", b.program),
+        (None, false) => b.program.clone(),
+    }
+}
+
 /// Work directory of a plan.
 pub fn work_dir(parent: &Path, plan: &Plan) -> PathBuf {
     parent.join(format!("{}-{}", plan.sweep, plan.id))
@@ -929,47 +811,13 @@ pub fn rss_path(work: &Path, id: &str) -> PathBuf {
     work.join("raw").join(format!("{id}.rss.json"))
 }
 
-/// Write `plan.json` and `plan.tsv` into `work` (creating it and `work/raw`).
+/// Write `plan.json` into `work` (creating it and `work/raw`).
 pub fn write(plan: &Plan, work: &Path) -> Result<()> {
     std::fs::create_dir_all(work.join("raw"))
         .with_context(|| format!("creating {}", work.display()))?;
     let mut json = serde_json::to_string_pretty(plan)?;
     json.push('\n');
     std::fs::write(work.join("plan.json"), json)?;
-    let mut tsv = String::new();
-    let total = plan.benchmarks.len();
-    for (i, b) in plan.benchmarks.iter().enumerate() {
-        let label = match (b.jobs, b.default_jobs) {
-            (Some(j), _) => format!("{} -j{j}", b.program),
-            (None, true) => format!("{} -j default", b.program),
-            (None, false) => b.program.clone(),
-        };
-        let fields = [
-            (i + 1).to_string(),
-            total.to_string(),
-            b.id.clone(),
-            b.dataset.clone(),
-            b.cache.name().to_string(),
-            label,
-            b.runs.to_string(),
-            b.warmup.to_string(),
-            format!("{:.0}", b.estimate_s.ceil()),
-            b.command.clone(),
-            b.prepare.clone(),
-        ];
-        if fields.iter().any(|f| f.contains('\t') || f.contains('\n')) {
-            bail!("benchmark {} has a tab or newline in a field", b.id);
-        }
-        tsv.push_str(&fields.join("\t"));
-        tsv.push('\n');
-    }
-    std::fs::write(work.join("plan.tsv"), tsv)?;
-    let names: String = plan
-        .datasets
-        .iter()
-        .map(|d| format!("{}\n", d.spec_path))
-        .collect();
-    std::fs::write(work.join("datasets.txt"), names)?;
     Ok(())
 }
 
@@ -1048,7 +896,7 @@ mod tests {
 
     fn fake_bins(dir: &Path) {
         use std::os::unix::fs::PermissionsExt;
-        for h in HASHERS {
+        for h in programs::hashers() {
             let p = dir.join(h);
             std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -1059,11 +907,12 @@ mod tests {
         PlanOptions {
             sweep: Sweep::Default,
             datasets: None,
+            extra_datasets: vec![],
             specs_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets"),
             data_root: data.to_path_buf(),
             bin_dir: bins.to_path_buf(),
-            hash_bench: PathBuf::from("/x/hash-bench"),
-            jobs: vec![2],
+            hash_bench: Some(PathBuf::from("/x/hash-bench")),
+            jobs: Some(vec![2]),
             peers: PeerSelection::List(vec!["sha256sum".into()]),
             warm: true,
             cold: true,
@@ -1122,7 +971,7 @@ mod tests {
         );
 
         // Default -j: no -j flag at all, jobs null, labelled as such.
-        for h in PARALLEL_HASHERS {
+        for h in ["hash-threads", "hash-procs", "hash-async"] {
             let d = find(&format!("small.cold.{h}-jdefault"));
             assert_eq!(d.argv[1..], ["small"]);
             assert_eq!((d.jobs, d.default_jobs), (None, true));
@@ -1303,7 +1152,7 @@ mod tests {
         let a = build(&o).unwrap();
         assert_eq!(a.id, build(&o).unwrap().id);
         let mut o2 = o.clone();
-        o2.jobs = vec![1, 2];
+        o2.jobs = Some(vec![1, 2]);
         assert_ne!(a.id, build(&o2).unwrap().id);
         std::fs::write(t.path().join("hash-async"), "#!/bin/sh\nexit 1\n").unwrap();
         assert_ne!(
@@ -1311,6 +1160,51 @@ mod tests {
             build(&o).unwrap().id,
             "a rebuilt binary is a new plan"
         );
+    }
+
+    #[test]
+    fn options_parse_with_their_defaults() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            o: PlanOptions,
+        }
+        use clap::Parser;
+        let c = Cli::try_parse_from(["x", "--bin-dir", "/b"]).unwrap();
+        assert!(c.o.warm && c.o.cold && c.o.python);
+        assert_eq!((c.o.jobs, c.o.hash_bench), (None, None));
+        assert_eq!(c.o.sweep, Sweep::Default);
+        assert_eq!(c.o.peers, PeerSelection::Auto);
+        let c = Cli::try_parse_from([
+            "x",
+            "--bin-dir",
+            "/b",
+            "--no-warm",
+            "--no-python",
+            "--jobs",
+            "1,4",
+            "--extra-datasets",
+            "big,scale",
+        ])
+        .unwrap();
+        assert!(!c.o.warm && c.o.cold && !c.o.python);
+        assert_eq!(c.o.jobs, Some(vec![1, 4]));
+        assert_eq!(c.o.extra_datasets, ["big", "scale"]);
+        assert!(Cli::try_parse_from(["x"]).is_err(), "--bin-dir is required");
+    }
+
+    #[test]
+    fn labels() {
+        let t = tempfile::tempdir().unwrap();
+        fake_bins(t.path());
+        let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
+        let label_of = |id: &str| label(plan.benchmarks.iter().find(|b| b.id == id).unwrap());
+        assert_eq!(label_of("small.cold.hash-threads-j2"), "hash-threads -j2");
+        assert_eq!(
+            label_of("small.cold.hash-threads-jdefault"),
+            "hash-threads -j default"
+        );
+        assert_eq!(label_of("small.cold.hash-serial"), "hash-serial");
     }
 
     #[test]

@@ -1,0 +1,150 @@
+//! `hash-bench race`: run a written plan's benchmarks under hyperfine, in plan order,
+//! skipping those whose export already exists, so that an interrupted sweep resumes.
+//!
+//! Per benchmark, as docs/benchmark.md describes:
+//!
+//! 1. warm runs: read the dataset into the page cache and require the plan's residency
+//!    floor ([`crate::plan::WARM_MIN_RESIDENT_PERCENT`], recorded in the plan);
+//! 2. one untimed peak-RSS run, which is also the warm-up: `hash-bench maxrss --work
+//!    --id` in a process of its own, because it reads `getrusage(RUSAGE_CHILDREN)`, which
+//!    must not include this process's earlier children (hyperfine);
+//! 3. `hyperfine -N` in the data root with the plan's runs, warm-ups, command and
+//!    `--prepare` command, exporting to `<id>.hyperfine.json.part`, renamed once complete
+//!    (an export that exists is a finished benchmark).
+//!
+//! This loop lived in `scripts/bench.sh`, reading the plan as positional TSV columns and
+//! repeating the plan's constants; here it reads the typed plan.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cache::{self, Residency};
+use crate::plan::{self, Cache, PlanEntry};
+
+/// Read `paths` (recursively) into the page cache; fail unless at least `min_percent`
+/// of their pages end up resident.
+pub fn warm(paths: &[PathBuf], min_percent: f64) -> Result<Residency> {
+    let files = cache::walk_all(paths)?;
+    let r = cache::warm(&files)?;
+    if r.percent() < min_percent {
+        bail!(
+            "only {:.1} % resident after reading everything (need {min_percent} %): not enough memory for a warm run?",
+            r.percent()
+        );
+    }
+    Ok(r)
+}
+
+/// `1m05s`, as the progress lines print durations.
+pub fn fmt_secs(secs: u64) -> String {
+    format!("{}m{:02}s", secs / 60, secs % 60)
+}
+
+/// Whether a benchmark has finished: its export exists and is not empty.
+pub fn is_done(work: &Path, id: &str) -> bool {
+    plan::export_path(work, id)
+        .metadata()
+        .is_ok_and(|m| m.len() > 0)
+}
+
+/// A benchmark's estimate in whole seconds, as the progress lines count.
+fn estimate(b: &PlanEntry) -> u64 {
+    b.estimate_s.ceil() as u64
+}
+
+/// Run every unfinished benchmark of the plan in `work` (an absolute path: hyperfine
+/// runs in the data root). `hash_bench` is this binary (for the peak-RSS runs);
+/// `hyperfine` the hyperfine executable.
+pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
+    let plan = plan::read(work)?;
+    let root = Path::new(&plan.data_root);
+    let total = plan.benchmarks.len();
+    let mut left: u64 = plan
+        .benchmarks
+        .iter()
+        .filter(|b| !is_done(work, &b.id))
+        .map(estimate)
+        .sum();
+    let start = Instant::now();
+    for (i, b) in plan.benchmarks.iter().enumerate() {
+        if is_done(work, &b.id) {
+            continue;
+        }
+        println!(
+            "\n[{}/{total}] {} {}: {}  (1 untimed + {} timed runs; est. {}s; {} elapsed, ~{} left)",
+            i + 1,
+            b.cache.name(),
+            b.dataset,
+            plan::label(b),
+            b.runs,
+            estimate(b),
+            fmt_secs(start.elapsed().as_secs()),
+            fmt_secs(left)
+        );
+        if b.cache == Cache::Warm {
+            warm(&[root.join(&b.dataset)], plan.warm_min_resident_percent)
+                .with_context(|| root.join(&b.dataset).display().to_string())?;
+        }
+        // The untimed peak-RSS run (evicted first when cold) doubles as the warm-up run.
+        let status = Command::new(hash_bench)
+            .arg("maxrss")
+            .arg("--work")
+            .arg(work)
+            .args(["--id", &b.id])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .with_context(|| format!("running {}", hash_bench.display()))?;
+        if !status.success() {
+            bail!("{}: the peak-RSS run failed ({status})", b.id);
+        }
+        let record = plan::residency_record(work, &b.id);
+        match std::fs::remove_file(&record) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", record.display()))
+            }
+            _ => {}
+        }
+        let export = plan::export_path(work, &b.id);
+        let mut part = OsString::from(export.as_os_str());
+        part.push(".part");
+        let part = PathBuf::from(part);
+        // stdin from /dev/null: hyperfine and the programs must not read the terminal.
+        let status = Command::new(hyperfine)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .arg("-N")
+            .args(["--runs", &b.runs.to_string()])
+            .args(["--warmup", &b.warmup.to_string()])
+            .args(["--prepare", &b.prepare])
+            .arg("--export-json")
+            .arg(&part)
+            .arg(&b.command)
+            .status()
+            .with_context(|| format!("running {}", hyperfine.to_string_lossy()))?;
+        if !status.success() {
+            bail!("{}: hyperfine failed ({status})", b.id);
+        }
+        std::fs::rename(&part, &export)
+            .with_context(|| format!("renaming {} to {}", part.display(), export.display()))?;
+        left = left.saturating_sub(estimate(b));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_like_the_old_shell_loop() {
+        // bash: printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+        assert_eq!(fmt_secs(0), "0m00s");
+        assert_eq!(fmt_secs(65), "1m05s");
+        assert_eq!(fmt_secs(3600), "60m00s");
+    }
+}

@@ -1,0 +1,157 @@
+//! The steps bench.sh hands to hash-bench: `strategies`, `plan`, `gen --work` and `race`,
+//! run as bench.sh runs them, with stand-in hashers and a stand-in hyperfine that
+//! records how it was called. What `race` must pass on comes from `plan.json`, the
+//! interface between the steps.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
+
+/// Run to completion within a minute: killed, and the test failed, otherwise.
+fn run(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // Our own child, not yet reaped (its waiting thread holds it), so the pid is
+            // still its own.
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            panic!("timed out after 60 s: {cmd:?}");
+        }
+    }
+}
+
+fn ok(cmd: &mut Command) -> String {
+    let out = run(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn strategies_are_the_workspace_binaries() {
+    let names = ok(Command::new(HB).arg("strategies"));
+    let names: Vec<&str> = names.lines().collect();
+    // Every hashrace binary crate of the workspace, found on disk: crates/hash-*/ with a
+    // main.rs, less this harness.
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&crates)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("hash-") && n != "hash-bench")
+        .filter(|n| crates.join(n).join("src/main.rs").is_file())
+        .collect();
+    on_disk.sort();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, on_disk);
+    assert_eq!(
+        names[0], "hash-serial",
+        "report order starts with the baseline"
+    );
+}
+
+#[test]
+fn race_runs_each_benchmark_once_and_resumes() {
+    let t = common::disk_tempdir();
+    let bins = t.path().join("bin");
+    std::fs::create_dir(&bins).unwrap();
+    let names = ok(Command::new(HB).arg("strategies"));
+    for h in names.lines() {
+        script(&bins.join(h), "#!/bin/sh\nexit 0\n");
+    }
+    // hyperfine: log the working directory and arguments, write a 1.x export.
+    let log = t.path().join("hyperfine.log");
+    let hyperfine = t.path().join("hyperfine");
+    script(
+        &hyperfine,
+        &format!(
+            "#!/bin/sh\necho \"$(pwd) $*\" >> '{}'\nwhile [ \"$1\" != --export-json ]; do shift; done\n\
+             echo '{{\"results\": []}}' > \"$2\"\n",
+            log.display()
+        ),
+    );
+    let data = t.path().join("data");
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    let work = ok(Command::new(HB)
+        .args(["plan", "--sweep", "smoke", "--datasets", "empty"])
+        .args(["--peers", "none", "--no-python", "--jobs", "2"])
+        .arg("--specs-dir")
+        .arg(&specs)
+        .arg("--data-root")
+        .arg(&data)
+        .arg("--bin-dir")
+        .arg(&bins)
+        .arg("--work-parent")
+        .arg(t.path().join("w")));
+    let work = Path::new(work.trim_end());
+    ok(Command::new(HB).arg("gen").arg("--work").arg(work));
+    assert!(data.join("empty").is_dir());
+
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("plan.json")).unwrap()).unwrap();
+    let benchmarks = plan["benchmarks"].as_array().unwrap();
+    assert!(benchmarks.len() > 4, "{}", benchmarks.len());
+    let race = || {
+        ok(Command::new(HB)
+            .arg("race")
+            .arg("--work")
+            .arg(work)
+            .arg("--hyperfine")
+            .arg(&hyperfine))
+    };
+    let out = race();
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), benchmarks.len());
+    let data = std::fs::canonicalize(&data).unwrap();
+    for (i, (b, call)) in benchmarks.iter().zip(&calls).enumerate() {
+        let id = b["id"].as_str().unwrap();
+        let export = work.join("raw").join(format!("{id}.hyperfine.json"));
+        let expected = format!(
+            "{} -N --runs {} --warmup {} --prepare {} --export-json {}.part {}",
+            data.display(),
+            b["runs"],
+            b["warmup"],
+            b["prepare"].as_str().unwrap(),
+            export.display(),
+            b["command"].as_str().unwrap()
+        );
+        assert_eq!(*call, expected);
+        assert!(export.is_file(), "{id}: no export");
+        // The untimed peak-RSS run came first.
+        assert!(work.join("raw").join(format!("{id}.rss.json")).is_file());
+        let progress = format!("\n[{}/{}] warm empty: ", i + 1, benchmarks.len());
+        assert!(out.contains(&progress), "{progress:?} not in {out}");
+    }
+
+    // Finished benchmarks are skipped: a rerun calls hyperfine only for the missing one.
+    let last = benchmarks.last().unwrap()["id"].as_str().unwrap();
+    std::fs::remove_file(work.join("raw").join(format!("{last}.hyperfine.json"))).unwrap();
+    let out = race();
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(calls.lines().count(), benchmarks.len() + 1);
+    assert_eq!(out.matches("\n[").count(), 1, "{out}");
+}
