@@ -140,7 +140,7 @@ fn mount_of(mountinfo: &str, path: &str) -> Option<(String, String, String)> {
         }
         let mp = unescape_mount(fields[4]);
         let inside = path == mp || mp == "/" || path.starts_with(&format!("{mp}/"));
-        if inside && best.as_ref().map_or(true, |b| mp.len() >= b.0.len()) {
+        if inside && best.as_ref().is_none_or(|b| mp.len() >= b.0.len()) {
             best = Some((
                 mp,
                 fields[dash + 1].to_string(),
