@@ -26,9 +26,9 @@ pub fn hashers() -> Vec<String> {
     Strategy::ALL.iter().map(|s| hasher_binary(*s)).collect()
 }
 
-/// The binary of a strategy (the workspace's crate names).
+/// The binary of a strategy (the workspace's crate names), from hash-core's table.
 pub fn hasher_binary(s: Strategy) -> String {
-    format!("hash-{}", s.name())
+    s.binary().to_owned()
 }
 
 /// The `--io` modes raced as programs of their own: every mode but the default one (the
