@@ -432,7 +432,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let bins = t.path().join("bin");
         std::fs::create_dir(&bins).unwrap();
-        for h in crate::programs::hashers() {
+        for h in crate::plan::programs::hashers() {
             let p = bins.join(h);
             std::fs::write(&p, "#!/bin/sh\n").unwrap();
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -14,7 +14,7 @@
 //! - [`refs`]: the reference rows: in-memory SHA-256 ceiling and the read floor.
 //! - [`machine`]: what the machine is, for results that travel.
 //! - [`plan`]: which programs run on which dataset in which cache state, with exact
-//!   commands and a time estimate, from the table of programs in [`programs`];
+//!   commands and a time estimate, from the table of programs in [`plan::programs`];
 //!   [`verify`]: the hashers agree before timing; [`race`]: the hyperfine loop.
 //! - [`hyperfine`]: reading hyperfine's JSON exports (1.x and `schema_version` 2).
 //! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
@@ -32,7 +32,6 @@ pub mod machine;
 pub mod manifest;
 pub mod maxrss;
 pub mod plan;
-pub mod programs;
 pub mod progress;
 pub mod race;
 pub mod refs;

@@ -15,7 +15,8 @@ use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PlanOptions};
 use hash_bench::util::{human_bytes, human_secs};
 use hash_bench::{
-    chart, collect, compare, machine, manifest, maxrss, programs, race, refs, results, spec, verify,
+    chart, collect, compare, machine, manifest, maxrss, plan::programs, race, refs, results, spec,
+    verify,
 };
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,

@@ -23,9 +23,11 @@ use hash_core::Strategy;
 
 use crate::cache::EvictMethod;
 use crate::gen::read_marker;
-use crate::programs::{self, Def, Group, Program, RunPolicy};
 use crate::spec::{self, totals, Spec};
 use crate::util::{hex, human_bytes, human_secs, sh_join, version_line, which};
+
+pub mod programs;
+use programs::{Def, Group, Program, RunPolicy};
 
 /// Version of `plan.json`'s layout (internal to one run, but checked on resume).
 pub const PLAN_VERSION: u32 = 2;

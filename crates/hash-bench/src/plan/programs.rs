@@ -13,7 +13,7 @@ use clap::ValueEnum;
 use hash_core::strategy::IoMode;
 use hash_core::Strategy;
 
-use crate::plan::{Cache, Kind, PlanDataset, ProgramInfo};
+use super::{Cache, Kind, PlanDataset, ProgramInfo};
 use crate::util::sh_quote;
 
 /// Reads in flight of the read-floor reference rows besides the number of CPUs (the
