@@ -35,9 +35,26 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
 pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     let mut paths = config.paths.clone();
     let mut listed = None;
+    // Like GNU `wc --files0-from -`: a list read from stdin cannot also name
+    // stdin (it has been read to the end); refuse each such name, hash the rest.
+    let mut refused = false;
     if let Some((list, nul)) = &config.files_from {
         match filelist::read(list, *nul) {
-            Ok(Listed::Paths(more)) => paths.extend(more),
+            Ok(Listed::Paths(mut more)) => {
+                if list == Path::new("-") {
+                    more.retain(|p| {
+                        let stdin = p == Path::new("-");
+                        if stdin {
+                            eprintln!(
+                                "{tool}: -: file name '-' not allowed when reading names from standard input"
+                            );
+                            refused = true;
+                        }
+                        !stdin
+                    });
+                }
+                paths.extend(more)
+            }
             Ok(Listed::Jobs(jobs)) => listed = Some(jobs),
             Err(e) => {
                 report_error(tool, &e, None);
@@ -54,7 +71,7 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
         }
     };
     let show_progress = progress::wanted(config.progress);
-    match &config.mode {
+    let exit = match &config.mode {
         Mode::Check(opts) => {
             let manifests: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
             let run = CheckRun {
@@ -74,6 +91,11 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             let input = (paths.as_slice(), listed);
             hash(tool, strategy, config, input, shard, out, show_progress)
         }
+    };
+    if refused && exit == Exit::Success {
+        Exit::Failure
+    } else {
+        exit
     }
 }
 
