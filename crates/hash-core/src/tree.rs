@@ -67,7 +67,13 @@ mod tests {
             .unwrap();
         use std::io::Write;
         child.stdin.take().unwrap().write_all(&stream).unwrap();
-        let out = child.wait_with_output().unwrap();
+        // A wait with a deadline: a stuck child fails the test instead of CI.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(child.wait_with_output()));
+        let out = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("sha256sum did not finish within 60 s")
+            .unwrap();
         let want = String::from_utf8(out.stdout).unwrap()[..64].to_owned();
         assert_eq!(crate::hasher::hex(&t.finish()), want);
     }
