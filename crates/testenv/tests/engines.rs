@@ -46,10 +46,7 @@ fn repo() -> PathBuf {
 }
 
 fn installed(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    try_run(Command::new(program).arg("--version")).is_ok_and(|o| o.status.success())
 }
 
 fn ok(out: Output, what: &str) -> Vec<u8> {
@@ -160,9 +157,7 @@ impl Slurm {
             eprintln!("skipped: Slurm is not installed (scripts/slurm-local.sh start installs it)");
             return None;
         }
-        if Command::new("sinfo")
-            .args(["-h", "-o", "%t"])
-            .output()
+        if try_run(Command::new("sinfo").args(["-h", "-o", "%t"]))
             .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
         {
             return Some(Slurm { started: false });
@@ -259,7 +254,7 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let job = job_id(sbatch(&s, &[&array], ""));
     let cancel_all = || {
-        let _ = Command::new("scancel").arg(&job).status();
+        let _ = try_run(Command::new("scancel").arg(&job));
     };
     let (data_tx, data_rx) = mpsc::channel::<Vec<u8>>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
