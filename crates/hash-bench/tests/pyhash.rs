@@ -47,9 +47,7 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
     }
     // Not regular files: never listed (and the FIFO never opened).
     std::os::unix::fs::symlink("plain", root.join("link")).unwrap();
-    let fifo = std::ffi::CString::new(root.join("fifo").as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    testenv::mkfifo(&root.join("fifo"), 0o600);
 
     let gnu = run(Command::new("sh")
         .args([

@@ -16,7 +16,6 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,12 +41,6 @@ fn tree(files: usize) -> Tree {
     t
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-}
-
 /// Wait until process `pid` has exited (a pidfd becomes readable then),
 /// failing the test after [`hang_limit`]. A pid that is already gone counts as exited.
 fn wait_exit(what: &str, pid: u32) {
@@ -66,11 +59,6 @@ fn wait_exit(what: &str, pid: u32) {
     // SAFETY: `fd` is ours and closed once.
     unsafe { libc::close(fd) };
     assert_eq!(ready, 1, "timed out waiting for {what} (pid {pid})");
-}
-
-fn kill(pid: u32) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
 }
 
 /// The live children of `parent`, from /proc/PID/stat.
@@ -100,15 +88,15 @@ struct Gate {
     keeper: File,
     /// Bytes of filler in the pipe.
     filler: usize,
-    /// inotify watching the FIFO for IN_OPEN.
-    opened: OwnedFd,
+    /// Opens of the FIFO: each is a worker holding work.
+    opened: OpenWatch,
 }
 
 impl Gate {
     fn new() -> Gate {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ready");
-        mkfifo(&path);
+        mkfifo(&path, 0o600);
         let mut keeper = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -128,23 +116,7 @@ impl Gate {
             }
         }
         // Watch only now, so that our own open is not an event.
-        // SAFETY: inotify_init1 takes flags and returns a new descriptor.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
-        assert!(
-            fd >= 0,
-            "inotify_init1: {}",
-            std::io::Error::last_os_error()
-        );
-        // SAFETY: `fd` is a new descriptor that nothing else owns.
-        let opened = unsafe { OwnedFd::from_raw_fd(fd) };
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        let wd = unsafe { libc::inotify_add_watch(fd, c.as_ptr(), libc::IN_OPEN) };
-        assert!(
-            wd >= 0,
-            "inotify_add_watch: {}",
-            std::io::Error::last_os_error()
-        );
+        let opened = OpenWatch::new(&path);
         Gate {
             _dir: dir,
             path,
@@ -162,28 +134,7 @@ impl Gate {
     /// Wait until a worker has opened the FIFO: it holds work, has answered
     /// none of it, and now blocks writing its pid into the full pipe.
     fn wait_held(&self) {
-        let mut pfd = libc::pollfd {
-            fd: self.opened.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut pfd, 1, hang_limit().as_millis() as i32) };
-        assert_eq!(ready, 1, "timed out waiting for a worker to hold work");
-        let mut events = [0u8; 4096];
-        // SAFETY: `events` is writable for its length for the duration of the call.
-        let n = unsafe {
-            libc::read(
-                self.opened.as_raw_fd(),
-                events.as_mut_ptr().cast(),
-                events.len(),
-            )
-        };
-        assert!(
-            n > 0,
-            "reading inotify: {}",
-            std::io::Error::last_os_error()
-        );
+        self.opened.wait("a worker to hold work");
     }
 
     /// Let held workers go and later ones pass: unlink the FIFO (a worker that

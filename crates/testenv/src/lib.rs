@@ -64,9 +64,7 @@ impl Tree {
     /// A FIFO.
     pub fn fifo(&self, rel: &[u8]) -> PathBuf {
         let p = self.path(rel);
-        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        mkfifo(&p, 0o644);
         p
     }
 
@@ -102,6 +100,13 @@ impl Default for Tree {
     fn default() -> Self {
         Tree::new()
     }
+}
+
+/// Make a FIFO at `path` with permissions `mode`.
+pub fn mkfifo(path: &Path, mode: u32) {
+    use rustix::fs::{mkfifoat, Mode, CWD};
+    mkfifoat(CWD, path, Mode::from_raw_mode(mode))
+        .unwrap_or_else(|e| panic!("mkfifo {}: {e}", path.display()));
 }
 
 /// Deterministic, non-repeating-looking content of `len` bytes.
@@ -143,17 +148,9 @@ pub fn sha256sum(files: &[&Path]) -> Vec<u8> {
 /// (`io_uring_setup(2)`, not through the code under test); `Err` says why not
 /// (an old kernel, `kernel.io_uring_disabled`, a seccomp filter).
 pub fn io_uring_usable() -> Result<(), String> {
-    // struct io_uring_params is 120 bytes; all zeroes asks for defaults.
-    let mut params = [0u64; 15];
-    // SAFETY: io_uring_setup reads and writes `params`, which is large enough
-    // and lives across the call; a returned descriptor is ours to close.
-    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    // SAFETY: `fd` was just returned to us and is closed once.
-    unsafe { libc::close(fd as i32) };
-    Ok(())
+    io_uring::IoUring::new(1)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// `bin args...`, run with [`run`].

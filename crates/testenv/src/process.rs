@@ -143,28 +143,67 @@ pub fn wait_status_within(child: &mut Child, what: &str, limit: Duration) -> Exi
         .unwrap_or_else(|e| panic!("{what}: reaping pid {pid}: {e}"))
 }
 
-/// Block until process `pid` (our child) has exited, leaving it unreaped.
+/// Block until process `pid` (our child) has exited, leaving it unreaped
+/// (WNOWAIT) for its `Child` to reap.
 fn exited(pid: u32) -> io::Result<()> {
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    let pid = Pid::from_raw(pid as i32).ok_or_else(|| io::Error::other("pid 0"))?;
     loop {
-        // SAFETY: siginfo_t is plain old data; all zeroes is a valid value.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: `info` is a valid, writable siginfo_t for the duration of the
-        // call; WNOWAIT leaves the child to be reaped by its `Child`.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return Ok(());
+        match waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        ) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
+    }
+}
+
+/// Send SIGKILL to process `pid`, failing the test if there is no such process.
+pub fn kill(pid: u32) {
+    use rustix::process::{kill_process, Pid, Signal};
+    let p = Pid::from_raw(pid as i32).expect("not pid 0");
+    kill_process(p, Signal::KILL).unwrap_or_else(|e| panic!("kill -KILL {pid}: {e}"));
+}
+
+/// Waits for other processes to open one path (inotify `IN_OPEN`): an event a
+/// test can wait on, with a deadline, instead of sleeping.
+#[derive(Debug)]
+pub struct OpenWatch {
+    opens: Receiver<()>,
+}
+
+impl OpenWatch {
+    /// Start watching `path`; opens from now on count.
+    pub fn new(path: &std::path::Path) -> OpenWatch {
+        use rustix::fs::inotify;
+        let fd = inotify::init(inotify::CreateFlags::CLOEXEC).expect("inotify_init1");
+        inotify::add_watch(&fd, path, inotify::WatchFlags::OPEN)
+            .unwrap_or_else(|e| panic!("inotify_add_watch {}: {e}", path.display()));
+        let (tx, opens) = mpsc::channel();
+        // One message per read, which holds at least one event. The thread ends
+        // when the watch is dropped and the next event (at the latest the
+        // watch's removal when the file goes) finds no receiver.
+        std::thread::spawn(move || {
+            let mut f = std::fs::File::from(fd);
+            let mut buf = [0u8; 4096];
+            while f.read(&mut buf).is_ok_and(|n| n > 0) {
+                if tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        OpenWatch { opens }
+    }
+
+    /// Wait until the path has been opened (again), failing the test after
+    /// [`hang_limit`]; `what` says what the test waits for. Opens close
+    /// together may arrive as one event, so count on one per wait only.
+    pub fn wait(&self, what: &str) {
+        self.opens
+            .recv_timeout(hang_limit())
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
     }
 }
 

@@ -162,8 +162,7 @@ impl Slurm {
         {
             return Some(Slurm { started: false });
         }
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             eprintln!("skipped: Slurm is installed but not running, and only root can start it");
             return None;
         }
@@ -249,9 +248,7 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
         fs::remove_file(s.shard(k)).unwrap();
     }
     let fifo = s.shard(drilled);
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo, 0o600);
     let job = job_id(sbatch(&s, &[&array], ""));
     let cancel_all = || {
         let _ = try_run(Command::new("scancel").arg(&job));
@@ -305,8 +302,9 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
     // lived on, blocked on the FIFO; finish Slurm's job so the drill stays a drill.
     for pid in writers_of(&fifo) {
         eprintln!("note: Slurm left pid {pid} of the cancelled task running; killing it");
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // It may have ended meanwhile: then there is nothing to do.
+        let _ = rustix::process::Pid::from_raw(pid)
+            .map(|p| rustix::process::kill_process(p, rustix::process::Signal::KILL));
     }
     go_tx.send(()).unwrap();
     let Ok(rest) = data_rx.recv_timeout(wait) else {
