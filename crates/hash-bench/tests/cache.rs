@@ -6,6 +6,8 @@ mod common;
 use std::io::Write;
 use std::process::Command;
 
+use testenv::{run, show};
+
 use hash_bench::cache::{self, EvictMethod, ResidencySample};
 
 fn write_file(path: &std::path::Path, mib: usize) {
@@ -68,22 +70,19 @@ fn cli_evict_and_residency_record_samples() {
     let record = dir.path().join("rec.jsonl");
     let hb = env!("CARGO_BIN_EXE_hash-bench");
 
-    let st = Command::new(hb).arg("warm").arg(&data).status().unwrap();
-    assert!(st.success());
-    let st = Command::new(hb)
+    let ok = |cmd: &mut Command| {
+        let out = run(cmd);
+        assert!(out.status.success(), "{cmd:?}: {}", show(&out.stderr));
+    };
+    ok(Command::new(hb).arg("warm").arg(&data));
+    ok(Command::new(hb)
         .args(["residency", "--record"])
         .arg(&record)
-        .arg(&data)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = Command::new(hb)
+        .arg(&data));
+    ok(Command::new(hb)
         .args(["evict", "--record"])
         .arg(&record)
-        .arg(&data)
-        .status()
-        .unwrap();
-    assert!(st.success());
+        .arg(&data));
 
     let samples = ResidencySample::read_all(&record).unwrap();
     assert_eq!(samples.len(), 2);
@@ -93,11 +92,7 @@ fn cli_evict_and_residency_record_samples() {
     assert!(samples[1].percent < 5.0);
     assert_eq!(samples[1].total_pages, 1024);
 
-    let out = Command::new(hb)
-        .args(["residency", "--json"])
-        .arg(&data)
-        .output()
-        .unwrap();
+    let out = run(Command::new(hb).args(["residency", "--json"]).arg(&data));
     let s: ResidencySample = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s.files, 1);
 }
@@ -114,15 +109,32 @@ fn fs_check_accepts_disk_and_probes_eviction() {
 
 #[test]
 fn fs_check_refuses_tmpfs_when_there_is_one() {
-    // /dev/shm is tmpfs on Linux systems that have it; skip the assertion otherwise
-    // rather than mount one (that needs privileges CI may not have).
-    let shm = std::path::Path::new("/dev/shm");
-    let is_tmpfs = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.contains(" /dev/shm ") && l.contains(" - tmpfs "));
-    if is_tmpfs {
-        let err = cache::fs_check(shm, false).unwrap_err();
-        assert!(err.to_string().contains("tmpfs"), "{err}");
+    // A tmpfs is found in /proc/self/mountinfo (the kernel's mount table, not
+    // the statfs that fs_check uses); mounting one needs privileges CI may not
+    // have, so where there is none the test says so and returns.
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    // Each mount point's filesystem type, the last mount there winning (it
+    // hides the ones below it). Octal escapes (\040 for a space) are left
+    // undecoded: such points simply never match the names below.
+    let mut top: Vec<(&str, &str)> = Vec::new();
+    for line in mountinfo.lines() {
+        let Some((fields, fs)) = line.split_once(" - ") else {
+            continue;
+        };
+        let (Some(point), Some(kind)) = (fields.split(' ').nth(4), fs.split(' ').next()) else {
+            continue;
+        };
+        top.retain(|&(p, _)| p != point);
+        top.push((point, kind));
     }
+    // /dev/shm first: it is where a user would put a "fast" scratch tree.
+    let Some(point) = ["/dev/shm", "/run", "/tmp", "/run/shm"]
+        .into_iter()
+        .find(|want| top.contains(&(*want, "tmpfs")))
+    else {
+        eprintln!("skipped: no tmpfs is mounted at /dev/shm, /run or /tmp to be refused");
+        return;
+    };
+    let err = cache::fs_check(std::path::Path::new(point), false).unwrap_err();
+    assert!(err.to_string().contains("tmpfs"), "{point}: {err}");
 }

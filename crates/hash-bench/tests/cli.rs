@@ -2,31 +2,30 @@
 
 use std::process::Command;
 
+use testenv::run;
+
 const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = Command::new(HB).arg("no-such-subcommand").output().unwrap();
+    let out = run(Command::new(HB).arg("no-such-subcommand"));
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(HB).arg("evict").output().unwrap();
+    let out = run(Command::new(HB).arg("evict"));
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn maxrss_measures_the_child_and_passes_failure_on() {
     // dd fills one 16 MiB buffer, so its peak RSS is at least that.
-    let out = Command::new(HB)
-        .args([
-            "maxrss",
-            "--",
-            "dd",
-            "if=/dev/zero",
-            "of=/dev/null",
-            "bs=16M",
-            "count=1",
-        ])
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).args([
+        "maxrss",
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16M",
+        "count=1",
+    ]));
     assert!(
         out.status.success(),
         "{}",
@@ -40,10 +39,7 @@ fn maxrss_measures_the_child_and_passes_failure_on() {
         .unwrap_or_else(|| panic!("unexpected output {text:?}"));
     assert!(kib >= 16 * 1024, "{kib} KiB");
 
-    let out = Command::new(HB)
-        .args(["maxrss", "--", "sh", "-c", "exit 3"])
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).args(["maxrss", "--", "sh", "-c", "exit 3"]));
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("exit Some(3)"));
 }
@@ -57,11 +53,7 @@ fn validate_accepts_a_complete_results_file_and_rejects_a_broken_one() {
     std::fs::write(&file, fixture).unwrap();
 
     // Raw exports must exist beside it.
-    let out = Command::new(HB)
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).arg("validate").arg(&file));
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
 
@@ -70,11 +62,7 @@ fn validate_accepts_a_complete_results_file_and_rejects_a_broken_one() {
     for b in r["benchmarks"].as_array().unwrap() {
         std::fs::write(raw.join(b["raw_export"].as_str().unwrap()), "{}").unwrap();
     }
-    let out = Command::new(HB)
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).arg("validate").arg(&file));
     assert!(
         out.status.success(),
         "{}",
@@ -87,10 +75,6 @@ fn validate_accepts_a_complete_results_file_and_rejects_a_broken_one() {
         fixture.replace("\"schema_version\": 1", "\"schema_version\": 7"),
     )
     .unwrap();
-    let out = Command::new(HB)
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).arg("validate").arg(&file));
     assert_eq!(out.status.code(), Some(1));
 }

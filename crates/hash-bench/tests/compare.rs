@@ -10,14 +10,9 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compare")
 }
 
-/// Run hash-bench under coreutils' `timeout`, so a hang fails the test instead of the suite.
+/// Run hash-bench with a deadline, so a hang fails the test instead of the suite.
 fn hb(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new("timeout")
-        .arg("120")
-        .arg(HB)
-        .args(args)
-        .output()
-        .expect("run timeout(1)")
+    testenv::run(Command::new(HB).args(args))
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
+use testenv::run;
+
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pyhash.py")
 }
@@ -45,18 +47,14 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
     }
     // Not regular files: never listed (and the FIFO never opened).
     std::os::unix::fs::symlink("plain", root.join("link")).unwrap();
-    let fifo = std::ffi::CString::new(root.join("fifo").as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    testenv::mkfifo(&root.join("fifo"), 0o600);
 
-    let gnu = Command::new("sh")
+    let gnu = run(Command::new("sh")
         .args([
             "-c",
             "find -H tree -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
         ])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+        .current_dir(t.path()));
     assert!(gnu.status.success(), "{gnu:?}");
     assert_eq!(
         gnu.stdout.iter().filter(|&&c| c == b'\n').count(),
@@ -69,7 +67,7 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
             if let Some(j) = jobs {
                 cmd.args(["-j", j]);
             }
-            let out = cmd.arg("tree").current_dir(t.path()).output().unwrap();
+            let out = run(cmd.arg("tree").current_dir(t.path()));
             assert!(out.status.success(), "{strategy} {jobs:?}: {out:?}");
             assert!(out.stderr.is_empty(), "{strategy}: {out:?}");
             assert_eq!(
@@ -81,12 +79,10 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
         }
     }
     // A missing path is reported, the rest still hashed, and the exit status says so.
-    let out = Command::new("python3")
+    let out = run(Command::new("python3")
         .arg(script())
         .args(["threads", "nosuch", "tree/plain"])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+        .current_dir(t.path()));
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),

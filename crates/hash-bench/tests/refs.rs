@@ -4,7 +4,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+
+use testenv::{hang_limit, run, wait_status};
 
 use hash_bench::maxrss::TreeSampler;
 use hash_bench::refs::{ceiling_buffer, BUFFER};
@@ -40,17 +41,13 @@ fn ceiling_digests_match_gnu_sha256sum_of_the_same_bytes() {
         let bytes: Vec<u8> = buf.iter().copied().cycle().take(s as usize).collect();
         std::fs::write(t.path().join(format!("ceil/g{i}-0")), bytes).unwrap();
     }
-    let ours = Command::new(HB)
+    let ours = run(Command::new(HB)
         .args(["ceiling", "sha256", "--threads", "2", "--digests", "--spec"])
-        .arg(&spec_path)
-        .output()
-        .unwrap();
+        .arg(&spec_path));
     assert!(ours.status.success(), "{ours:?}");
-    let gnu = Command::new("sh")
+    let gnu = run(Command::new("sh")
         .args(["-c", "find ceil -type f | LC_ALL=C sort | xargs sha256sum"])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+        .current_dir(t.path()));
     assert!(gnu.status.success());
     let mut lines: Vec<&str> = std::str::from_utf8(&ours.stdout).unwrap().lines().collect();
     lines.sort_by(|a, b| a[66..].cmp(&b[66..]));
@@ -58,11 +55,9 @@ fn ceiling_digests_match_gnu_sha256sum_of_the_same_bytes() {
     assert_eq!(lines, gnu_text.lines().collect::<Vec<_>>());
 
     // The summary: file count and bytes of the spec.
-    let out = Command::new(HB)
+    let out = run(Command::new(HB)
         .args(["ceiling", "sha256", "--threads", "1", "--spec"])
-        .arg(&spec_path)
-        .output()
-        .unwrap();
+        .arg(&spec_path));
     let text = String::from_utf8(out.stdout).unwrap();
     let total: u64 = sizes.iter().sum();
     assert!(
@@ -79,21 +74,17 @@ fn read_floor_reports_files_bytes_and_errors() {
     std::fs::create_dir_all(t.path().join("d/e")).unwrap();
     std::fs::write(t.path().join("d/a"), [7u8; 100]).unwrap();
     std::fs::write(t.path().join("d/e/b"), vec![7u8; 3 << 20]).unwrap();
-    let out = Command::new(HB)
+    let out = run(Command::new(HB)
         .args(["read-floor", "-j", "64", "d"])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+        .current_dir(t.path()));
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         format!("read-floor: 2 files, {} bytes, 0 errors\n", 100 + (3 << 20))
     );
-    let out = Command::new(HB)
+    let out = run(Command::new(HB)
         .args(["read-floor", "d", "missing"])
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+        .current_dir(t.path()));
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("hash-bench: missing: "));
 }
@@ -110,28 +101,28 @@ fn tree_sampler_sums_a_known_process_tree() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // Both children say `ready` once their memory is touched.
-    let mut out = BufReader::new(sh.stdout.take().unwrap());
+    // Both children say `ready` once their memory is touched (read on a
+    // thread, so that a child that never does fails the test instead of hanging it).
+    let out = BufReader::new(sh.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines().take(2) {
+            let _ = tx.send(line);
+        }
+    });
     for _ in 0..2 {
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        assert_eq!(line, "ready\n");
+        let line = rx.recv_timeout(hang_limit()).unwrap_or_else(|_| {
+            let _ = sh.kill();
+            let _ = sh.wait();
+            panic!("the hold-memory children did not both say ready")
+        });
+        assert_eq!(line.unwrap(), "ready");
     }
     let mut s = TreeSampler::default();
     let alive = s.sample(sh.id());
     // Closing stdin (their shared stdin) lets both children, then the shell, finish.
     drop(sh.stdin.take());
-    // Wait on a thread, so the deadline is a channel timeout, not polling.
-    let pid = sh.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || tx.send(sh.wait().unwrap()));
-    let status = rx
-        .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("the process tree did not finish within 30 s")
-        });
+    let status = wait_status(&mut sh, "the sh holding two hold-memory children");
     assert!(status.success());
     assert_eq!(alive, 3, "sh and its two children");
     assert_eq!(s.processes(), 3);
@@ -152,20 +143,14 @@ fn tree_sampler_sums_a_known_process_tree() {
 fn maxrss_records_the_tree_sum() {
     let t = tempfile::tempdir().unwrap();
     let rec = t.path().join("rss.json");
-    let out = Command::new(HB)
-        .arg("maxrss")
-        .arg("--out")
-        .arg(&rec)
-        .args([
-            "--",
-            "dd",
-            "if=/dev/zero",
-            "of=/dev/null",
-            "bs=16M",
-            "count=1",
-        ])
-        .output()
-        .unwrap();
+    let out = run(Command::new(HB).arg("maxrss").arg("--out").arg(&rec).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16M",
+        "count=1",
+    ]));
     assert!(out.status.success(), "{out:?}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();

@@ -1,14 +1,23 @@
 //! Failure handling that only `hash-procs` has: workers that die, and a parent
-//! that dies. Workers read three test-only environment variables (see
-//! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_DELAY_MS` slows each file
-//! down so that a run is reliably still going when we kill something, and
-//! `HASHRACE_TEST_WORKER_ABORT` makes a worker abort on one file name, and
-//! `HASHRACE_TEST_WORKER_READY` names a FIFO each worker writes its pid to once
-//! it holds work (the tests wait on it instead of sleeping). The
-//! hooks are compiled into debug builds only; under `cargo test --release`
+//! that dies. Workers read test-only environment variables (see
+//! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_ABORT` makes a worker
+//! abort on one file name, and `HASHRACE_TEST_WORKER_READY` names a FIFO each
+//! worker opens and writes its pid to once it holds work, before it hashes
+//! anything.
+//!
+//! Nothing here waits on a clock. The READY FIFO doubles as a gate ([`Gate`]):
+//! the test fills its pipe first, so a worker that holds work opens the FIFO
+//! (an inotify event the test waits on) and then blocks writing its pid, with
+//! every file it holds unanswered, until the test drains the pipe. A worker
+//! held there is deterministically "mid-run" for as long as the test needs.
+//!
+//! The hooks are compiled into debug builds only; under `cargo test --release`
 //! the tests that need them say so and return.
 
-use std::io::{BufRead, BufReader};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
@@ -33,7 +42,7 @@ fn tree(files: usize) -> Tree {
 }
 
 /// Wait until process `pid` has exited (a pidfd becomes readable then),
-/// failing the test after [`HANG`]. A pid that is already gone counts as exited.
+/// failing the test after [`hang_limit`]. A pid that is already gone counts as exited.
 fn wait_exit(what: &str, pid: u32) {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
@@ -46,53 +55,123 @@ fn wait_exit(what: &str, pid: u32) {
         revents: 0,
     };
     // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, HANG.as_millis() as i32) };
+    let ready = unsafe { libc::poll(&mut pfd, 1, hang_limit().as_millis() as i32) };
     // SAFETY: `fd` is ours and closed once.
     unsafe { libc::close(fd) };
     assert_eq!(ready, 1, "timed out waiting for {what} (pid {pid})");
 }
 
-fn kill(pid: u32) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+/// The live children of `parent`, from /proc/PID/stat.
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                rest.split_whitespace().nth(1) == Some(&parent.to_string())
+            })
+        })
+        .collect()
 }
 
-/// Start `hash-procs -j N root` with each file delayed by `delay_ms`, and wait
-/// until its `n` workers hold work.
-fn start_with_workers(root: &std::path::Path, n: usize, delay_ms: u64) -> (Child, Vec<u32>) {
-    // Each worker writes its pid to this FIFO when it starts. Opened
-    // read-write here, it never reports end-of-file between two workers.
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("ready");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let reader = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .unwrap();
+/// The READY FIFO as a gate (see the module doc): workers that hold work stop
+/// in front of it, and pass when the test calls [`Gate::release`].
+struct Gate {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    /// Our read-write end: with it open, a worker's open never blocks and its
+    /// write never meets a closed pipe; it holds the filler.
+    keeper: File,
+    /// Bytes of filler in the pipe.
+    filler: usize,
+    /// Opens of the FIFO: each is a worker holding work.
+    opened: OpenWatch,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ready");
+        mkfifo(&path, 0o600);
+        let mut keeper = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .unwrap();
+        // Fill the pipe with whole PIPE_BUF writes (each takes a buffer of its
+        // own, never merging into a partly filled one), so that no further
+        // write fits, however short.
+        let chunk = [b'.'; libc::PIPE_BUF];
+        let mut filler = 0;
+        loop {
+            match keeper.write(&chunk) {
+                Ok(n) => filler += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("filling the gate: {e}"),
+            }
+        }
+        // Watch only now, so that our own open is not an event.
+        let opened = OpenWatch::new(&path);
+        Gate {
+            _dir: dir,
+            path,
+            keeper,
+            filler,
+            opened,
+        }
+    }
+
+    /// The path to give workers as `HASHRACE_TEST_WORKER_READY`.
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Wait until a worker has opened the FIFO: it holds work, has answered
+    /// none of it, and now blocks writing its pid into the full pipe.
+    fn wait_held(&self) {
+        self.opened.wait("a worker to hold work");
+    }
+
+    /// Let held workers go and later ones pass: unlink the FIFO (a worker that
+    /// cannot open it carries on) and read the filler back, which makes room
+    /// for every pending pid. The keeper stays open until the gate is dropped,
+    /// so no worker's write meets a closed pipe.
+    fn release(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let mut buf = vec![0u8; self.filler];
+        let mut got = 0;
+        while got < self.filler {
+            match self.keeper.read(&mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => panic!("draining the gate: {e}"),
+            }
+        }
+    }
+}
+
+/// `hash-procs -j JOBS root` (plus `extra` options) once one of its workers
+/// is held at `gate`, and the pids of all its workers (every one is started
+/// before any is given work).
+fn start_held(root: &Path, gate: &Gate, jobs: usize, extra: &[&str]) -> (Child, Vec<u32>) {
     let child = Command::new(BIN)
-        .args(["-j", &n.to_string()])
+        .args(["-j", &jobs.to_string()])
+        .args(extra)
         .arg(root)
-        .env("HASHRACE_TEST_WORKER_DELAY_MS", delay_ms.to_string())
-        .env("HASHRACE_TEST_WORKER_READY", &fifo)
+        .env("HASHRACE_TEST_WORKER_READY", gate.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(reader).lines().take(n) {
-            let _ = tx.send(line.unwrap().parse::<u32>().unwrap());
-        }
-    });
-    let workers: Vec<u32> = (0..n)
-        .map(|_| {
-            rx.recv_timeout(HANG)
-                .expect("timed out waiting for the workers")
-        })
-        .collect();
+    gate.wait_held();
+    // None has died, so there is no replacement among them.
+    let workers = children_of(child.id());
+    assert_eq!(workers.len(), jobs, "workers: {workers:?}");
     (child, workers)
 }
 
@@ -103,20 +182,20 @@ fn a_killed_worker_loses_nothing() {
     }
     let t = tree(40);
     let expected = reference("-H", &[t.root()]);
-    // Each worker reports once it holds files, so the victim is mid-batch.
-    let (child, workers) = start_with_workers(t.root(), 2, 40);
-    kill(workers[0]);
-    let out = child.wait_with_output().unwrap();
+    // The worker is held before its first answer: it dies holding files.
+    let mut gate = Gate::new();
+    let (child, workers) = start_held(t.root(), &gate, 1, &[]);
+    let worker = workers[0];
+    kill(worker);
+    gate.release();
+    let out = wait_output(child, "hash-procs after its worker was killed");
     assert_eq!(
         show(&out.stdout),
         show(&expected),
         "every file still hashed"
     );
     let err = show(&out.stderr);
-    let notice = format!(
-        "hash-procs: worker process {} was killed by signal 9 (SIGKILL); ",
-        workers[0]
-    );
+    let notice = format!("hash-procs: worker process {worker} was killed by signal 9 (SIGKILL); ");
     assert!(err.starts_with(&notice), "{err}");
     assert!(
         err.ends_with("file(s) retried on another worker\n"),
@@ -170,11 +249,13 @@ fn killing_the_parent_leaves_no_orphan_workers() {
         return;
     }
     let t = tree(20);
-    // Workers that outlived the parent would sleep far past the test's
-    // deadline: only the parent-death signal can end them in time.
-    let (mut child, workers) = start_with_workers(t.root(), 2, 600_000);
+    // A worker that outlived the parent would stay blocked at the gate, which
+    // is only released when this test ends: only the parent-death signal can
+    // end it in time.
+    let gate = Gate::new();
+    let (mut child, workers) = start_held(t.root(), &gate, 2, &[]);
     kill(child.id());
-    child.wait().unwrap();
+    wait_status(&mut child, "the killed hash-procs");
     for &w in &workers {
         wait_exit("a worker to die with its parent", w);
     }
@@ -186,12 +267,14 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
         return;
     }
     let t = tree(6);
-    // The smallest file is hashed last, ~6 × 150 ms after the start.
     let doomed = t.path(b"f000");
-    // Once the worker exists the walk is over: f000 is planned, not yet opened.
-    let (child, _) = start_with_workers(t.root(), 1, 150);
+    // Once the worker is held the walk is over and nothing has been opened:
+    // f000 is planned, and goes before the worker reaches it.
+    let mut gate = Gate::new();
+    let (child, _) = start_held(t.root(), &gate, 1, &[]);
     std::fs::remove_file(&doomed).unwrap();
-    let out = child.wait_with_output().unwrap();
+    gate.release();
+    let out = wait_output(child, "hash-procs with a vanished file");
     assert_eq!(
         show(&out.stderr),
         format!(
@@ -203,29 +286,49 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
     assert_eq!(out.status.code(), Some(1));
 }
 
-/// The run is slowed to ~1 s (several 200 ms progress ticks), so a default
-/// that wrongly drew on a pipe would show here; the decision is shared code,
-/// so one binary covers all four.
+/// Both runs are held at their first file: the forced one until it has drawn
+/// (a progress tick has passed), the default one from before the forced one
+/// started until after, so a default that wrongly drew on a pipe had at least
+/// as long to show it. The decision is shared code, so one binary covers all four.
 #[test]
 fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
     if !hooks_compiled() {
         return;
     }
     let t = tree(6);
-    let slow = |extra: &[&str]| {
-        run(Command::new(BIN)
-            .args(["-j", "1"])
-            .args(extra)
-            .arg(t.root())
-            .env("HASHRACE_TEST_WORKER_DELAY_MS", "150"))
-    };
-    let forced = slow(&["--progress"]);
-    let err = show(&forced.stderr);
+    let mut default_gate = Gate::new();
+    let (default, _) = start_held(t.root(), &default_gate, 1, &[]);
+    let mut forced_gate = Gate::new();
+    let (mut forced, _) = start_held(t.root(), &forced_gate, 1, &["--progress"]);
+    // Read the forced run's stderr ourselves: its first line is a draw (no
+    // file can finish while the worker is held), the rest comes at the end.
+    let (drew_tx, drew_rx) = mpsc::channel();
+    let (err_tx, err_rx) = mpsc::channel();
+    let mut stderr = BufReader::new(forced.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = stderr.read_until(b'\n', &mut all);
+        let _ = drew_tx.send(());
+        let _ = stderr.read_to_end(&mut all);
+        let _ = err_tx.send(all);
+    });
+    drew_rx
+        .recv_timeout(hang_limit())
+        .expect("timed out waiting for a forced progress line");
+    forced_gate.release();
+    default_gate.release();
+    let forced = wait_output(forced, "hash-procs --progress");
+    let err = show(
+        &err_rx
+            .recv_timeout(hang_limit())
+            .expect("the forced run's stderr never closed"),
+    );
     assert!(err.contains(" MiB/s, ETA "), "{err}");
     assert!(err.contains("/6 files"), "{err}");
     assert_eq!(forced.stdout, reference("-H", &[t.root()]));
-    let default = slow(&[]);
+    let default = wait_output(default, "hash-procs without --progress");
     assert_eq!(show(&default.stderr), "");
+    assert_eq!(default.stdout, forced.stdout);
 }
 
 #[test]

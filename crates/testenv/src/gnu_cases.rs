@@ -931,13 +931,13 @@ fn build(dir: &Path, c: &Case) -> Vec<u8> {
         }
     }
     let sh = |script: &str| {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .current_dir(dir)
-            .env("LC_ALL", "C")
-            .output()
-            .unwrap();
+        let out = crate::run(
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(dir)
+                .env("LC_ALL", "C"),
+        );
         assert!(
             out.status.success(),
             "{}: setup {script:?} failed",
@@ -1032,7 +1032,7 @@ pub fn check(bin: &Path, name: &str, c: &Case) -> Result<(), String> {
 /// Run every case on `bin` (called `name` in messages); panic listing all
 /// that differ. Skips, saying why, when GNU sha256sum is not 9.1.
 pub fn run_all(bin: &str, name: &str) {
-    let version = Command::new("sha256sum").arg("--version").output();
+    let version = crate::try_run(Command::new("sha256sum").arg("--version"));
     let first_line = version
         .as_ref()
         .map(|o| show(&o.stdout))

@@ -11,15 +11,14 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 pub use hash_core::READ_BUF_SIZE;
 
 pub mod gnu_cases;
+pub mod process;
 
-/// How long any one run may take before the test calls it a hang.
-pub const HANG: Duration = Duration::from_secs(60);
+pub use process::*;
 
 /// A temporary directory tree that everyone (including `nobody`) can read.
 #[derive(Debug)]
@@ -65,9 +64,7 @@ impl Tree {
     /// A FIFO.
     pub fn fifo(&self, rel: &[u8]) -> PathBuf {
         let p = self.path(rel);
-        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        mkfifo(&p, 0o644);
         p
     }
 
@@ -105,6 +102,13 @@ impl Default for Tree {
     }
 }
 
+/// Make a FIFO at `path` with permissions `mode`.
+pub fn mkfifo(path: &Path, mode: u32) {
+    use rustix::fs::{mkfifoat, Mode, CWD};
+    mkfifoat(CWD, path, Mode::from_raw_mode(mode))
+        .unwrap_or_else(|e| panic!("mkfifo {}: {e}", path.display()));
+}
+
 /// Deterministic, non-repeating-looking content of `len` bytes.
 pub fn pattern(len: usize) -> Vec<u8> {
     let mut x: u32 = 0x9e37_79b9 ^ len as u32;
@@ -124,74 +128,29 @@ pub fn reference(find_opt: &str, roots: &[&Path]) -> Vec<u8> {
     let script = format!(
         "find {find_opt} \"$@\" -type f -print0 2>/dev/null | LC_ALL=C sort -z | xargs -0 -r sha256sum"
     );
-    let out = Command::new("sh")
+    let out = run(Command::new("sh")
         .arg("-c")
         .arg(script)
         .arg("sh")
-        .args(roots)
-        .output()
-        .unwrap();
+        .args(roots));
     assert!(out.status.success(), "reference pipeline failed: {out:?}");
     out.stdout
 }
 
 /// GNU `sha256sum` of individual files.
 pub fn sha256sum(files: &[&Path]) -> Vec<u8> {
-    let out = Command::new("sha256sum").args(files).output().unwrap();
-    assert!(out.status.success());
+    let out = run(Command::new("sha256sum").args(files));
+    assert!(out.status.success(), "sha256sum failed: {out:?}");
     out.stdout
 }
 
-/// Run `cmd` to completion, failing the test if it takes longer than [`HANG`].
-pub fn run(cmd: &mut Command) -> Output {
-    run_with_stdin(cmd, Stdio::null())
-}
-
-/// [`run`] with `stdin` as the child's standard input.
-pub fn run_with_stdin(cmd: &mut Command, stdin: Stdio) -> Output {
-    run_full(cmd, stdin, HANG)
-}
-
-/// Run `cmd` to completion, failing the test if it takes longer than `limit`
-/// (for commands that wait on something slower than a hasher, like a job queue).
-pub fn run_within(cmd: &mut Command, limit: Duration) -> Output {
-    run_full(cmd, Stdio::null(), limit)
-}
-
-fn run_full(cmd: &mut Command, stdin: Stdio, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Drain both pipes on threads so a chatty child cannot block on a full pipe.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || read_all(&mut out));
-    let t_err = std::thread::spawn(move || read_all(&mut err));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("{cmd:?} hung for {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output {
-        status,
-        stdout: t_out.join().unwrap(),
-        stderr: t_err.join().unwrap(),
-    }
-}
-
-fn read_all(r: &mut impl std::io::Read) -> Vec<u8> {
-    let mut v = Vec::new();
-    r.read_to_end(&mut v).unwrap();
-    v
+/// Whether this process may set up an io_uring, asked of the kernel directly
+/// (`io_uring_setup(2)`, not through the code under test); `Err` says why not
+/// (an old kernel, `kernel.io_uring_disabled`, a seccomp filter).
+pub fn io_uring_usable() -> Result<(), String> {
+    io_uring::IoUring::new(1)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// `bin args...`, run with [`run`].
@@ -438,7 +397,7 @@ macro_rules! conformance_tests {
                 .unwrap();
             assert!(first.ends_with("f00000\n"), "{first}");
             // The reader is dropped: stdout is now a closed pipe.
-            let out = child.wait_with_output().unwrap();
+            let out = wait_output(child, NAME);
             assert_eq!(show(&out.stderr), "");
             assert_eq!(out.status.code(), Some(0));
         }
@@ -622,15 +581,7 @@ macro_rules! conformance_tests {
             let t = Tree::new();
             let f = t.file(b"f", b"x");
             let sums = sha256sum(&[&f]);
-            let mut child = std::process::Command::new(BIN)
-                .args(["-c", "-"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(&sums).unwrap();
-            let out = child.wait_with_output().unwrap();
+            let out = run_with_input(std::process::Command::new(BIN).args(["-c", "-"]), &sums);
             assert_eq!(show(&out.stdout), format!("{}: OK\n", f.display()));
             assert_eq!(out.status.code(), Some(0));
         }

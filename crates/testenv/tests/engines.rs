@@ -46,10 +46,7 @@ fn repo() -> PathBuf {
 }
 
 fn installed(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    try_run(Command::new(program).arg("--version")).is_ok_and(|o| o.status.success())
 }
 
 fn ok(out: Output, what: &str) -> Vec<u8> {
@@ -149,9 +146,48 @@ fn gnu_parallel_shards_merge_to_the_single_machine_output() {
     s.assert_merge_is_single("parallel");
 }
 
-/// A running Slurm cluster; stopped again if this test started it.
+/// Where test runs sharing one machine (several checkouts, CI jobs) queue for
+/// the local Slurm cluster: the run that started the cluster stops it when its
+/// test ends, which must not happen under another run's jobs (it did: a
+/// concurrent run's stop left this test's `sbatch --wait` waiting on a
+/// controller that was gone).
+const SLURM_LOCK: &str = "/tmp/hashrace-slurm-test.lock";
+
+/// The exclusive lock on [`SLURM_LOCK`], waited for with a deadline: another
+/// run's whole Slurm test may be ahead of us.
+fn lock_slurm() -> File {
+    use rustix::fs::{flock, FlockOperation};
+    // flock needs only a read descriptor: another user may own the file.
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(SLURM_LOCK)
+        .or_else(|_| File::open(SLURM_LOCK))
+        .unwrap_or_else(|e| panic!("{SLURM_LOCK}: {e}"));
+    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok() {
+        return f;
+    }
+    eprintln!("note: waiting for another test run to finish with Slurm ({SLURM_LOCK})");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // Sent too late (the test gave up), the file is dropped and unlocked.
+        let _ = tx.send(flock(&f, FlockOperation::LockExclusive).map(|()| f));
+    });
+    let wait = QUEUE * 2;
+    match rx.recv_timeout(wait) {
+        Ok(Ok(f)) => f,
+        Ok(Err(e)) => panic!("locking {SLURM_LOCK}: {e}"),
+        Err(_) => panic!("another test run held {SLURM_LOCK} for {wait:?}"),
+    }
+}
+
+/// A running Slurm cluster, ours alone while this lives; stopped again if
+/// this test started it.
 struct Slurm {
     started: bool,
+    /// Released after `drop` has stopped the cluster.
+    _lock: File,
 }
 
 impl Slurm {
@@ -160,15 +196,16 @@ impl Slurm {
             eprintln!("skipped: Slurm is not installed (scripts/slurm-local.sh start installs it)");
             return None;
         }
-        if Command::new("sinfo")
-            .args(["-h", "-o", "%t"])
-            .output()
+        let lock = lock_slurm();
+        if try_run(Command::new("sinfo").args(["-h", "-o", "%t"]))
             .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
         {
-            return Some(Slurm { started: false });
+            return Some(Slurm {
+                started: false,
+                _lock: lock,
+            });
         }
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rustix::process::geteuid().is_root() {
             eprintln!("skipped: Slurm is installed but not running, and only root can start it");
             return None;
         }
@@ -177,12 +214,25 @@ impl Slurm {
             run(Command::new(&script).arg("start")),
             "slurm-local.sh start",
         );
-        Some(Slurm { started: true })
+        Some(Slurm {
+            started: true,
+            _lock: lock,
+        })
     }
+}
+
+/// The name this test run gives its Slurm jobs, so that a failed run can
+/// cancel what it left queued (a `sbatch --wait` killed at its deadline leaves
+/// its job behind, and a stopped cluster runs it again when restarted).
+fn job_name() -> String {
+    format!("hashrace-test-{}", std::process::id())
 }
 
 impl Drop for Slurm {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = try_run(Command::new("scancel").arg("--name").arg(job_name()));
+        }
         if self.started {
             let _ = run(Command::new(repo().join("scripts/slurm-local.sh")).arg("stop"));
         }
@@ -217,6 +267,8 @@ fn sbatch(s: &Setup, extra: &[&str], env: &str) -> Output {
     run_within(
         Command::new("sbatch")
             .args(extra)
+            .arg("--job-name")
+            .arg(job_name())
             .arg("--parsable")
             .arg(format!("--export={export}"))
             .arg("-o")
@@ -254,12 +306,10 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
         fs::remove_file(s.shard(k)).unwrap();
     }
     let fifo = s.shard(drilled);
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    mkfifo(&fifo, 0o600);
     let job = job_id(sbatch(&s, &[&array], ""));
     let cancel_all = || {
-        let _ = Command::new("scancel").arg(&job).status();
+        let _ = try_run(Command::new("scancel").arg(&job));
     };
     let (data_tx, data_rx) = mpsc::channel::<Vec<u8>>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
@@ -301,7 +351,10 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
     // Wait for the whole array to end: a job that may start only after it did.
     let after = format!("--dependency=afterany:{job}");
     let out = run_within(
-        Command::new("sbatch").args(["--wait", &after, "-o", "/dev/null", "--wrap", "true"]),
+        Command::new("sbatch")
+            .args(["--wait", &after, "-o", "/dev/null", "--wrap", "true"])
+            .arg("--job-name")
+            .arg(job_name()),
         QUEUE,
     );
     ok(out, "waiting for the array");
@@ -310,8 +363,9 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
     // lived on, blocked on the FIFO; finish Slurm's job so the drill stays a drill.
     for pid in writers_of(&fifo) {
         eprintln!("note: Slurm left pid {pid} of the cancelled task running; killing it");
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // It may have ended meanwhile: then there is nothing to do.
+        let _ = rustix::process::Pid::from_raw(pid)
+            .map(|p| rustix::process::kill_process(p, rustix::process::Signal::KILL));
     }
     go_tx.send(()).unwrap();
     let Ok(rest) = data_rx.recv_timeout(wait) else {
