@@ -7,36 +7,12 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
 const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
 
-/// Run to completion within a minute: killed, and the test failed, otherwise.
-fn run(cmd: &mut Command) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || tx.send(child.wait_with_output()));
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            // Our own child, not yet reaped (its waiting thread holds it), so the pid is
-            // still its own.
-            let _ = Command::new("kill").args(["-KILL", &pid]).status();
-            panic!("timed out after 60 s: {cmd:?}");
-        }
-    }
-}
-
 fn ok(cmd: &mut Command) -> String {
-    let out = run(cmd);
+    let out = testenv::run(cmd);
     assert!(
         out.status.success(),
         "{cmd:?}: {}",

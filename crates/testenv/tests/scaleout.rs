@@ -332,3 +332,22 @@ fn shard_auto_takes_k_and_n_from_the_engine() {
     assert!(header("auto", &[]).unwrap_err().starts_with("Some(2) "));
     assert!(header("3/3", &[]).unwrap_err().starts_with("Some(2) "));
 }
+
+#[test]
+fn a_list_read_from_stdin_cannot_name_stdin_and_the_rest_is_hashed() {
+    let t = Tree::new();
+    let a = t.file(b"a", b"kept\n");
+    let want = sha256sum(&[a.as_path()]);
+    for bin in hash_core::Strategy::ALL.map(|s| s.binary()) {
+        let list = format!("-\n{}\n", a.display());
+        let mut cmd = Command::new(binary(bin));
+        cmd.args(["--files-from", "-"]);
+        let out = run_with_input(&mut cmd, list.as_bytes());
+        assert_eq!(out.status.code(), Some(1), "{bin}: {}", show(&out.stderr));
+        assert_eq!(show(&out.stdout), show(&want), "{bin}");
+        assert_eq!(
+            show(&out.stderr),
+            format!("{bin}: -: file name '-' not allowed when reading names from standard input\n"),
+        );
+    }
+}
