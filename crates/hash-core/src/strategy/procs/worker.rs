@@ -12,8 +12,6 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::thread;
-use std::time::Duration;
 
 use super::wire::{read_request, write_response, Request};
 use super::{ANSWER_AT_ONCE, MAX_BATCH};
@@ -25,9 +23,6 @@ use crate::strategy::{DirFd, Job, Outcome};
 /// abort when asked to hash a path ending with this value...
 #[cfg(debug_assertions)]
 const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
-/// ...and sleep this many milliseconds before each file.
-#[cfg(debug_assertions)]
-const HOOK_DELAY: &str = "HASHRACE_TEST_WORKER_DELAY_MS";
 /// ...and write its pid to this FIFO once it holds work (tests wait on it).
 #[cfg(debug_assertions)]
 const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
@@ -35,15 +30,9 @@ const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
 /// The worker's main loop: answer requests until stdin closes.
 pub fn worker_main() -> ExitCode {
     #[cfg(debug_assertions)]
-    let (abort_on, delay) = (
-        std::env::var_os(HOOK_ABORT),
-        std::env::var(HOOK_DELAY)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_millis),
-    );
+    let abort_on = std::env::var_os(HOOK_ABORT);
     #[cfg(not(debug_assertions))]
-    let (abort_on, delay): (Option<std::ffi::OsString>, Option<Duration>) = (None, None);
+    let abort_on: Option<std::ffi::OsString> = None;
     #[cfg(debug_assertions)]
     let mut ready = std::env::var_os(HOOK_READY);
     // Own the descriptors directly rather than through std's locked handles.
@@ -77,9 +66,6 @@ pub fn worker_main() -> ExitCode {
             if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
                 std::process::abort();
             }
-        }
-        if let Some(delay) = delay {
-            thread::sleep(delay);
         }
         let outcome = dirs.hash(&req, &mut buf);
         if write_response(&mut output, req.id, &outcome).is_err() {
