@@ -102,6 +102,23 @@ impl Default for Tree {
     }
 }
 
+/// The workspace binary `name`, found beside the running test's executable
+/// (`target/<profile>/deps/..`), where `cargo test --workspace` builds it.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test executable lives in target/<profile>/deps");
+    let bin = dir.join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test --workspace` so every binary is built",
+        bin.display()
+    );
+    bin
+}
+
 /// Make a FIFO at `path` with permissions `mode`.
 pub fn mkfifo(path: &Path, mode: u32) {
     use rustix::fs::{mkfifoat, Mode, CWD};

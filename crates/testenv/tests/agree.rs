@@ -3,22 +3,9 @@
 //! where `cargo test --workspace` builds them.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
 
 use hash_core::Strategy;
 use testenv::*;
-
-fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap(); // target/<profile>/deps/..
-    let bin = dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace` so every binary is built",
-        bin.display()
-    );
-    bin
-}
 
 #[test]
 fn all_four_binaries_agree_for_every_job_count() {

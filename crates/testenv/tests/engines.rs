@@ -30,17 +30,6 @@ const SHARDS: usize = 4;
 /// alone may take 30 s to start a task on a busy machine.
 const QUEUE: Duration = Duration::from_secs(300);
 
-fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace`",
-        bin.display()
-    );
-    bin
-}
-
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

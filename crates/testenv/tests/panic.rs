@@ -4,7 +4,6 @@
 //! its exit status must say so.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
 use std::process::Command;
 
 use hash_core::Strategy;
@@ -12,18 +11,6 @@ use testenv::*;
 
 /// The hook (see `hash_core::strategy::queue`): panic on a path ending so.
 const HOOK: &str = "HASHRACE_TEST_THREAD_PANIC";
-
-fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap(); // target/<profile>/deps/..
-    let bin = dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace` so every binary is built",
-        bin.display()
-    );
-    bin
-}
 
 #[test]
 fn a_panicking_hashing_thread_fails_its_files_and_the_run_goes_on() {

@@ -9,18 +9,6 @@ use std::process::Command;
 
 use testenv::*;
 
-fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap(); // target/<profile>/deps/..
-    let bin = dir.join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace` so every binary is built",
-        bin.display()
-    );
-    bin
-}
-
 fn args<'a>(a: &[&'a str]) -> Vec<&'a OsStr> {
     a.iter().map(|s| OsStr::new(*s)).collect()
 }
