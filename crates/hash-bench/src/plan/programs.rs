@@ -168,179 +168,149 @@ pub struct Def {
 
 const PIPELINE: &[&str] = &["find", "sort", "xargs", "sh"];
 
+// Rows are built by const fns (not `..base` struct updates: `Invocation` owns a
+// `String`, and a const cannot drop the rest of a base value).
+impl Def {
+    /// An installed tool that prints `sha256sum`-like lines; its `--version` names it.
+    const fn peer(name: &'static str, invocation: Invocation, jobs: JobsRule, cost: Cost) -> Def {
+        Def {
+            name,
+            group: Group::Peer,
+            kind: Kind::Peer,
+            algorithm: "sha256",
+            invocation,
+            jobs,
+            runs: RunPolicy::Peer,
+            cost,
+            warm_only: false,
+            verified: false,
+            version: ("--version", ""),
+            needs: &[],
+            always: false,
+        }
+    }
+
+    /// A limit hash-bench measures itself: one benchmark, fixed runs, warm only.
+    const fn limit(name: &'static str, invocation: Invocation, cost: Cost) -> Def {
+        let mut d = Def::peer(name, invocation, JobsRule::Single, cost);
+        d.group = Group::Limit;
+        d.kind = Kind::Reference;
+        d.runs = RunPolicy::Fixed;
+        d.warm_only = true;
+        d.version = ("", "");
+        d
+    }
+
+    /// A `scripts/pyhash.py` strategy: prints exactly `sha256sum`'s lines.
+    const fn python(strategy: &'static str, name: &'static str, jobs: JobsRule, cost: Cost) -> Def {
+        let mut d = Def::peer(name, Invocation::Python(strategy), jobs, cost);
+        d.group = Group::Python;
+        d.kind = Kind::Reference;
+        d.runs = RunPolicy::Python;
+        d.verified = true;
+        d
+    }
+
+    /// Run through an `sh -c` pipeline of these tools.
+    const fn piped(mut self) -> Def {
+        self.needs = PIPELINE;
+        self
+    }
+
+    /// A reference computing `algorithm`, not a peer.
+    const fn reference(mut self, algorithm: &'static str) -> Def {
+        self.kind = Kind::Reference;
+        self.algorithm = algorithm;
+        self
+    }
+}
+
 /// Every program but the hashrace binaries, in report order within each group. The
 /// figures of the cost model are from docs/BENCHMARKING.md's measurements of the
 /// 2-vCPU reference machine, between the idle ones and those with the other core busy;
 /// they only need to be right within a factor of two.
 pub const TABLE: &[Def] = &[
-    Def {
-        name: "sha256sum",
-        group: Group::Peer,
-        kind: Kind::Peer,
-        algorithm: "sha256",
-        invocation: Invocation::Sha256sum,
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Peer,
-        cost: cost(0.2e9, 20e-6, true, 0.005),
-        warm_only: false,
-        verified: false,
-        version: ("--version", ""),
-        needs: PIPELINE,
-        always: true,
+    {
+        let mut d = Def::peer(
+            "sha256sum",
+            Invocation::Sha256sum,
+            JobsRule::Swept,
+            cost(0.2e9, 20e-6, true, 0.005),
+        )
+        .piped();
+        d.always = true;
+        d
     },
-    Def {
-        name: "rhash",
-        group: Group::Peer,
-        kind: Kind::Peer,
-        algorithm: "sha256",
-        invocation: Invocation::Rhash,
-        jobs: JobsRule::Single,
-        runs: RunPolicy::Peer,
-        cost: cost(1.0e9, 20e-6, false, 0.005),
-        warm_only: false,
-        verified: false,
-        version: ("--version", ""),
-        needs: &[],
-        always: false,
+    Def::peer(
+        "rhash",
+        Invocation::Rhash,
+        JobsRule::Single,
+        cost(1.0e9, 20e-6, false, 0.005),
+    ),
+    {
+        let mut d = Def::peer(
+            "hashdeep",
+            Invocation::Hashdeep,
+            JobsRule::Swept,
+            cost(0.2e9, 30e-6, true, 0.005),
+        );
+        d.version = ("-V", "hashdeep ");
+        d
     },
-    Def {
-        name: "hashdeep",
-        group: Group::Peer,
-        kind: Kind::Peer,
-        algorithm: "sha256",
-        invocation: Invocation::Hashdeep,
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Peer,
-        cost: cost(0.2e9, 30e-6, true, 0.005),
-        warm_only: false,
-        verified: false,
-        version: ("-V", "hashdeep "),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "b3sum",
-        group: Group::Peer,
-        kind: Kind::Reference,
-        algorithm: "blake3",
-        invocation: Invocation::B3sum,
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Peer,
-        cost: cost(4.0e9, 20e-6, true, 0.005),
-        warm_only: false,
-        verified: false,
-        version: ("--version", ""),
-        needs: PIPELINE,
-        always: false,
-    },
-    Def {
-        name: "ref-sha256-1core",
-        group: Group::Limit,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Ceiling { all_cores: false },
-        jobs: JobsRule::Single,
-        runs: RunPolicy::Fixed,
-        cost: cost(1.2e9, 1e-6, false, 0.005),
-        warm_only: true,
-        verified: false,
-        version: ("", ""),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "ref-sha256-allcores",
-        group: Group::Limit,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Ceiling { all_cores: true },
-        jobs: JobsRule::Single,
-        runs: RunPolicy::Fixed,
-        cost: cost(1.2e9, 1e-6, true, 0.005),
-        warm_only: true,
-        verified: false,
-        version: ("", ""),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "ref-read-floor",
-        group: Group::Limit,
-        kind: Kind::Reference,
-        algorithm: "none",
-        invocation: Invocation::ReadFloor,
-        jobs: JobsRule::ReadFloor,
-        runs: RunPolicy::Peer,
-        cost: Cost {
+    Def::peer(
+        "b3sum",
+        Invocation::B3sum,
+        JobsRule::Swept,
+        cost(4.0e9, 20e-6, true, 0.005),
+    )
+    .piped()
+    .reference("blake3"),
+    Def::limit(
+        "ref-sha256-1core",
+        Invocation::Ceiling { all_cores: false },
+        cost(1.2e9, 1e-6, false, 0.005),
+    ),
+    Def::limit(
+        "ref-sha256-allcores",
+        Invocation::Ceiling { all_cores: true },
+        cost(1.2e9, 1e-6, true, 0.005),
+    ),
+    {
+        // Warm and cold, at its own -j values, with a peer's run counts.
+        let floor = Cost {
             io_uncapped: true,
             ..cost(5.0e9, 8e-6, true, 0.005)
-        },
-        warm_only: false,
-        verified: false,
-        version: ("", ""),
-        needs: &[],
-        always: false,
+        };
+        let mut d = Def::limit("ref-read-floor", Invocation::ReadFloor, floor).reference("none");
+        d.jobs = JobsRule::ReadFloor;
+        d.runs = RunPolicy::Peer;
+        d.warm_only = false;
+        d
     },
-    Def {
-        name: "python-serial",
-        group: Group::Python,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Python("serial"),
-        jobs: JobsRule::Single,
-        runs: RunPolicy::Python,
-        cost: cost(1.0e9, 40e-6, false, 0.05),
-        warm_only: false,
-        verified: true,
-        version: ("--version", ""),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "python-threads",
-        group: Group::Python,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Python("threads"),
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Python,
-        cost: cost(1.0e9, 60e-6, true, 0.05),
-        warm_only: false,
-        verified: true,
-        version: ("--version", ""),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "python-procs",
-        group: Group::Python,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Python("procs"),
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Python,
-        cost: cost(1.0e9, 80e-6, true, 0.15),
-        warm_only: false,
-        verified: true,
-        version: ("--version", ""),
-        needs: &[],
-        always: false,
-    },
-    Def {
-        name: "python-asyncio",
-        group: Group::Python,
-        kind: Kind::Reference,
-        algorithm: "sha256",
-        invocation: Invocation::Python("asyncio"),
-        jobs: JobsRule::Swept,
-        runs: RunPolicy::Python,
-        cost: cost(1.0e9, 60e-6, true, 0.05),
-        warm_only: false,
-        verified: true,
-        version: ("--version", ""),
-        needs: &[],
-        always: false,
-    },
+    Def::python(
+        "serial",
+        "python-serial",
+        JobsRule::Single,
+        cost(1.0e9, 40e-6, false, 0.05),
+    ),
+    Def::python(
+        "threads",
+        "python-threads",
+        JobsRule::Swept,
+        cost(1.0e9, 60e-6, true, 0.05),
+    ),
+    Def::python(
+        "procs",
+        "python-procs",
+        JobsRule::Swept,
+        cost(1.0e9, 80e-6, true, 0.15),
+    ),
+    Def::python(
+        "asyncio",
+        "python-asyncio",
+        JobsRule::Swept,
+        cost(1.0e9, 60e-6, true, 0.05),
+    ),
 ];
 
 /// The rows of one group, in report order.
