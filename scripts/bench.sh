@@ -28,7 +28,7 @@ Sweeps:
                    over 4 s), Python 3 / 2. About 23 minutes on 2 vCPUs (~26 once
                    hash-async has --io), plus ~30 s to generate the data the first
                    time (3.6 GiB on disk). The plan step prints its estimate.
-  --quick          smaller versions of the four datasets, fewer runs (~3-4 minutes).
+  --quick          smaller versions of the four datasets, fewer runs (~5 minutes).
   --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
                    what CI runs. If the data directory cannot be made cold (tmpfs),
                    the smoke sweep runs warm only and says so.
