@@ -489,11 +489,7 @@ mod tests {
     #[test]
     fn throughput_chart_names_every_series_as_text() {
         let c = comparison();
-        let t = c
-            .tables
-            .iter()
-            .find(|t| t.dataset == "big" && t.cache == Cache::Warm)
-            .unwrap();
+        let t = table(&c, "big", Cache::Warm);
         let all = texts(&throughput_svg(&c, t).unwrap());
         for want in [
             "big, warm: median throughput (MiB/s), 4 files, 64.0 MiB",
@@ -532,11 +528,7 @@ mod tests {
     #[test]
     fn scaling_chart_only_where_jobs_were_swept() {
         let c = comparison();
-        let t = c
-            .tables
-            .iter()
-            .find(|t| t.dataset == "big" && t.cache == Cache::Warm)
-            .unwrap();
+        let t = table(&c, "big", Cache::Warm);
         // a ran hash-threads at one -j only.
         assert!(scaling_svg(&c, t, 0).unwrap().is_none());
         let all = texts(&scaling_svg(&c, t, 1).unwrap().unwrap());
