@@ -212,35 +212,12 @@ mod tests {
         );
     }
 
-    /// Run `script` with `sh -c` and return its stdout; fails (rather than hangs) after
-    /// a minute.
+    /// Run `script` with `sh -c` and return its stdout (`None` without a shell); a
+    /// hang fails the test (testenv's deadline).
     fn sh_stdout(script: &str) -> Option<Vec<u8>> {
-        use std::process::Stdio;
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()
-            .ok()?;
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(out) => {
-                let out = out.expect("waiting for sh");
-                assert!(out.status.success(), "sh -c {script:?}: {}", out.status);
-                Some(out.stdout)
-            }
-            Err(_) => {
-                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
-                panic!("sh -c {script:?} did not finish within 60 s");
-            }
-        }
+        let out = testenv::try_run(Command::new("sh").arg("-c").arg(script)).ok()?;
+        assert!(out.status.success(), "sh -c {script:?}: {}", out.status);
+        Some(out.stdout)
     }
 
     /// The shell is the judge of quoting: every word must come back from `sh` unchanged.

@@ -47,7 +47,15 @@ fn wait_exit(what: &str, pid: u32) {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
     if fd < 0 {
-        return; // ESRCH: already reaped
+        // Only "no such process" means it is gone; any other failure (no
+        // pidfd on this kernel, a seccomp filter) must not pass unchecked.
+        let e = std::io::Error::last_os_error();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(libc::ESRCH),
+            "pidfd_open for {what} (pid {pid}): {e}"
+        );
+        return;
     }
     let mut pfd = libc::pollfd {
         fd,
