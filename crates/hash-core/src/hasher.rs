@@ -205,10 +205,6 @@ pub struct Opened {
 
 /// Open `path` for hashing: non-blocking, regular files only, following a
 /// final symbolic link only when `follow` is set.
-pub fn open_regular(path: &Path, follow: bool) -> Result<File, ErrorKind> {
-    open_path(path, follow).map(|o| o.file)
-}
-
 fn open_path(path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
     if follow {
         // A path that may lead anywhere (a root, a manifest entry, `-L`) is
@@ -230,7 +226,7 @@ fn open_path(path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
 }
 
 /// Open `name` in the directory `dir` (a walked entry: never following a final
-/// link), with the same rules as [`open_regular`]. Opening relative to the
+/// link), with the same rules as `open_path`. Opening relative to the
 /// parent's descriptor skips the lookup of every ancestor, which is most of
 /// the cost of opening a small file by its full path.
 pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
@@ -242,7 +238,7 @@ pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
     }
 }
 
-/// Check an opened file as [`open_regular`] does: a regular file (with the
+/// Check an opened file as `open_path` does: a regular file (with the
 /// sequential hint when large), and its size.
 pub fn checked_file(file: File) -> Result<(File, u64), ErrorKind> {
     checked(file).map(|o| (o.file, o.size))
@@ -379,22 +375,6 @@ impl<'a> Request<'a> {
 /// Open and hash one file (see the module doc for the rules).
 pub fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
     hash(&Request::new(path, follow), buf)
-}
-
-/// [`hash_file`] that gives up when `cancel` is set (see [`hash_reader_until`]).
-pub fn hash_file_until(
-    path: &Path,
-    follow: bool,
-    buf: &mut [u8],
-    cancel: &AtomicBool,
-) -> Result<FileDigest, ErrorKind> {
-    hash(
-        &Request {
-            cancel,
-            ..Request::new(path, follow)
-        },
-        buf,
-    )
 }
 
 /// Open and hash the file `req` names into `buf`.

@@ -87,7 +87,11 @@ fn work<'s, 'e>(
         let small = job.size < SMALL_FILE;
         let on_block: Option<&dyn Fn()> = if small { Some(&grow) } else { None };
         batch.push((i, hash(&job.request(&queue.stop, on_block), &mut buf)));
-        if (batch.len() >= BATCH || !small) && tx.send(std::mem::take(batch)).is_err() {
+        if (batch.len() >= BATCH || !small)
+            && tx
+                .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                .is_err()
+        {
             return;
         }
     }

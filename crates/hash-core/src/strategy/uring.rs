@@ -191,7 +191,10 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
                 if batch.len() >= BATCH || in_flight == 0 {
                     // Deliver what is done (`| head` should not wait for the
                     // thread's whole share of command-line files).
-                    if tx.send(std::mem::take(batch)).is_err() {
+                    if tx
+                        .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                        .is_err()
+                    {
                         draining = true;
                     }
                 }
@@ -201,6 +204,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
             let slot = &mut slots[s];
             slot.job = i;
             slot.name = name;
+            slot.size = 0; // until the open says (a FIFO must not leave the last size)
             let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
             let open =
                 opcode::OpenAt::new(types::Fd(dir.unwrap_or(libc::AT_FDCWD)), slot.name.as_ptr())
@@ -217,7 +221,11 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
             in_flight += 1;
         }
         let flush = batch.len() >= BATCH || (in_flight == 0 && !batch.is_empty());
-        if flush && tx.send(std::mem::take(batch)).is_err() {
+        if flush
+            && tx
+                .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                .is_err()
+        {
             draining = true;
         }
         if in_flight == 0 {
@@ -323,9 +331,10 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
         Ok((file, size)) => {
             // O_NONBLOCK kept a FIFO from blocking the open; for a regular
             // file it would only make some filesystems answer EAGAIN.
-            if let Ok(flags) = rustix::fs::fcntl_getfl(&file) {
-                let _ = rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK);
-            }
+            // We opened it O_RDONLY|O_NONBLOCK (O_NOFOLLOW and O_CLOEXEC are
+            // not status flags), so clearing every status flag clears just
+            // O_NONBLOCK, with one call instead of a get and a set.
+            let _ = rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty());
             slot.fd = Some(file.into());
             slot.size = size;
             slot.run = Running::default();
