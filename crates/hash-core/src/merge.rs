@@ -197,7 +197,7 @@ fn parse_end(end: &str, shard: Shard, lines: usize) -> Result<u64, String> {
     }
 }
 
-/// One of our own lines: `[\]HEX  NAME` or `[\]SHA256 (NAME) = HEX`.
+/// One of our own lines: `[\]HEX  NAME`, `[\]HEX *NAME` or `[\]SHA256 (NAME) = HEX`.
 fn parse_line(line: &[u8], tag: bool, zero: bool) -> Option<([u8; 32], Vec<u8>)> {
     let (escaped, line) = match line.strip_prefix(b"\\") {
         Some(rest) if !zero => (true, rest),
@@ -209,7 +209,9 @@ fn parse_line(line: &[u8], tag: bool, zero: bool) -> Option<([u8; 32], Vec<u8>)>
         (hex_part.strip_prefix(b") = ")?, name)
     } else {
         let (hex_part, rest) = line.split_at_checked(64)?;
-        (hex_part, rest.strip_prefix(b"  ")?)
+        // `  ` or, from a shard run with `-b`, ` *` (GNU's binary-mode mark).
+        let name = rest.strip_prefix(b"  ").or_else(|| rest.strip_prefix(b" *"))?;
+        (hex_part, name)
     };
     let digest: [u8; 32] = unhex(std::str::from_utf8(hex_part).ok()?)?
         .try_into()
@@ -373,6 +375,7 @@ mod tests {
     fn parses_a_complete_shard_in_both_styles() {
         for (style, line) in [
             ("gnu", format!("\\{D}  r/a\\nb\n")),
+            ("gnu", format!("\\{D} *r/a\\nb\n")), // a shard run with -b
             ("tag", format!("\\SHA256 (r/a\\nb) = {D}\n")),
         ] {
             let text = format!(
