@@ -210,7 +210,9 @@ fn parse_line(line: &[u8], tag: bool, zero: bool) -> Option<([u8; 32], Vec<u8>)>
     } else {
         let (hex_part, rest) = line.split_at_checked(64)?;
         // `  ` or, from a shard run with `-b`, ` *` (GNU's binary-mode mark).
-        let name = rest.strip_prefix(b"  ").or_else(|| rest.strip_prefix(b" *"))?;
+        let name = rest
+            .strip_prefix(b"  ")
+            .or_else(|| rest.strip_prefix(b" *"))?;
         (hex_part, name)
     };
     let digest: [u8; 32] = unhex(std::str::from_utf8(hex_part).ok()?)?
