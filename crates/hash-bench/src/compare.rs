@@ -36,8 +36,9 @@ use serde::{Deserialize, Serialize};
 use crate::plan::Cache;
 use crate::util::human_bytes;
 
-/// Results schema versions this module reads.
-pub const READABLE_SCHEMAS: [u32; 2] = [1, 2];
+/// Results schema versions this module reads: the ones `results` validates.
+pub const READABLE_SCHEMAS: std::ops::RangeInclusive<u32> =
+    crate::results::OLDEST_SCHEMA_VERSION..=crate::results::SCHEMA_VERSION;
 
 /// Datasets whose mean file size is below this are measured in files/s, others in MiB/s:
 /// per-file costs dominate small files, bytes dominate big ones.
@@ -193,8 +194,12 @@ pub fn parse(text: &str) -> Result<ResultsView> {
     let version = version
         .as_u64()
         .context("not a hashrace results file (schema_version is not a number)")?;
-    if !READABLE_SCHEMAS.iter().any(|v| u64::from(*v) == version) {
-        bail!("results schema_version {version} (compare reads 1 and 2)");
+    if !READABLE_SCHEMAS.contains(&u32::try_from(version).unwrap_or(u32::MAX)) {
+        bail!(
+            "results schema_version {version} (compare reads {} to {})",
+            READABLE_SCHEMAS.start(),
+            READABLE_SCHEMAS.end()
+        );
     }
     let r: ResultsView = serde_json::from_value(value)
         .map_err(|e| anyhow::anyhow!("does not match the results schema ({e})"))?;
@@ -1156,7 +1161,7 @@ mod tests {
         assert!(problem("malformed.json").starts_with("malformed JSON ("));
         assert_eq!(
             problem("wrong-schema.json"),
-            "results schema_version 9 (compare reads 1 and 2)"
+            "results schema_version 9 (compare reads 1 to 2)"
         );
         assert_eq!(
             problem("hyperfine-export.json"),

@@ -414,7 +414,7 @@ fn plan(a: PlanArgs) -> Result<()> {
     let done = plan
         .benchmarks
         .iter()
-        .filter(|b| plan::export_path(&work, &b.id).is_file())
+        .filter(|b| race::is_done(&work, &b.id))
         .count();
     plan::write(&plan, &work)?;
     eprint!("{}", plan::summary(&plan, &[]));

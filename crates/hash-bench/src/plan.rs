@@ -543,14 +543,17 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
     }
     if o.python && script.is_file() {
         if let Some(python) = python_interpreter() {
+            // One interpreter and one script for the four rows.
+            let version = version_line(&python, &["--version"]);
+            let sha256 = Some(sha256_of_file(script)?);
             for d in programs::group(Group::Python) {
                 let info = ProgramInfo {
                     name: d.name.into(),
                     kind: d.kind,
                     algorithm: d.algorithm.into(),
                     path: python.clone(),
-                    version: version_line(&python, &["--version"]),
-                    sha256: Some(sha256_of_file(script)?),
+                    version: version.clone(),
+                    sha256: sha256.clone(),
                 };
                 programs.push(Program::from_def(d, info));
             }
