@@ -527,7 +527,9 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
 /// With `on_block`, reads first try `RWF_NOWAIT`: data in the page cache is
 /// returned at no extra cost. When it is not, the read is made again,
 /// blocking, and if that took at least [`DISK_WAIT`] the hook hears that
-/// this file waited for the disk (once per file).
+/// this file waited for the disk (once per file), whatever its size: more
+/// readers help cold 8 MiB files too (measured: cold shards-quick took 17 %
+/// longer when only files under 1 MiB could add readers).
 pub fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],

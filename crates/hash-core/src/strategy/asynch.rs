@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::queue::{lost, test_hook};
-use super::threads::{MAX_READERS, SMALL_FILE};
+use super::threads::MAX_READERS;
 use super::{largest_first, Job, Outcome, Sink};
 use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 
@@ -150,8 +150,7 @@ fn task(
         };
         let job = &files[i];
         test_hook(job);
-        let on_block: Option<&dyn Fn()> = (job.size < SMALL_FILE).then_some(&blocked);
-        let outcome = hash(&job.request(stop, on_block), &mut buf);
+        let outcome = hash(&job.request(stop, Some(&blocked)), &mut buf);
         bytes += outcome.as_ref().map_or(0, |d| d.size);
         done.push((i, outcome));
     }

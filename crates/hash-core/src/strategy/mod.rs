@@ -166,7 +166,7 @@ impl Strategy {
                 name: "threads",
                 binary: "hash-threads",
                 how: "on a pool of threads",
-                worker: Some("hashing threads (more start while small files wait for the disk)"),
+                worker: Some("hashing threads (more start while files wait for the disk)"),
                 io: false,
             },
             Strategy::Procs => &Info {
@@ -182,7 +182,7 @@ impl Strategy {
                 how: "on a tokio runtime",
                 worker: Some(
                     "hashing threads (io_uring: one ring each, with many files in flight; \
-                     --io pool: more start while small files wait for the disk)",
+                     --io pool: more start while files wait for the disk)",
                 ),
                 io: true,
             },

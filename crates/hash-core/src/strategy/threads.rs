@@ -5,11 +5,11 @@
 //!
 //! `workers` threads hash (each with its own huge-page read buffer). The pool
 //! grows beyond them only while files wait for the disk: a read is first tried
-//! with `RWF_NOWAIT`, and when a small file's data turns out not to be cached
+//! with `RWF_NOWAIT`, and when a file's data turns out not to be cached
 //! (the blocking read that follows waited for the disk) the thread starts
 //! another reader, up to [`MAX_READERS`]. Cold small
 //! files are bound by latency, and only many reads in flight reach the disk's
-//! rate; warm files never block, so on a warm tree the pool stays at
+//! rate (cold 8 MiB files gain too); warm files never block, so on a warm tree the pool stays at
 //! `workers` and does not fight over the cores.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,14 +25,12 @@ use crate::hasher::{hash, new_buffer, Buffer, Hashing};
 /// flight (docs: shared/BENCHMARKING.md).
 pub const MAX_READERS: usize = 128;
 
-/// Files up to this size count as small: a reader blocked on a larger one is
-/// streaming it with the kernel's readahead, and more readers would only
-/// make the disk seek between files.
-pub const SMALL_FILE: u64 = 1024 * 1024;
-
 /// Results a thread collects before waking the writer; a file at least
-/// [`SMALL_FILE`] large is sent at once (progress should move).
+/// [`LARGE_FILE`] large is sent at once (progress should move).
 const BATCH: usize = 256;
+
+/// See [`BATCH`].
+const LARGE_FILE: u64 = 1024 * 1024;
 
 pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
@@ -84,10 +82,11 @@ fn work<'s, 'e>(
     while let Some(i) = queue.next() {
         let job = &queue.files[i];
         test_hook(job);
-        let small = job.size < SMALL_FILE;
-        let on_block: Option<&dyn Fn()> = if small { Some(&grow) } else { None };
-        batch.push((i, hash(&job.request(&queue.stop, on_block), &mut buf)));
-        if (batch.len() >= BATCH || !small)
+        let outcome = hash(&job.request(&queue.stop, Some(&grow)), &mut buf);
+        // The size fstat saw (the walk's is 0 unless it was asked for sizes).
+        let large = outcome.as_ref().is_ok_and(|d| d.size >= LARGE_FILE);
+        batch.push((i, outcome));
+        if (batch.len() >= BATCH || large)
             && tx
                 .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
                 .is_err()
