@@ -1,38 +1,44 @@
 //! The `main` of every `hash-*` binary: parse, plan, run, exit status.
 //!
-//! The binaries are one line each over [`main`], so the four cannot differ in
-//! anything but the strategy they pass in.
+//! The binaries are a few lines each over [`main`], so the four cannot differ
+//! in anything but the strategy they pass in. The command line is parsed once
+//! into a [`Config`] whose [`Engine`] every mode (hashing, check, lists,
+//! shards) runs with.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
-use crate::error::io_reason;
+use crate::diag;
 use crate::escape::path_bytes;
 use crate::filelist::{self, Listed};
+use crate::hasher::Reading;
 use crate::merge;
-use crate::output::{report_error, OutputOptions, RunInfo, Writer};
+use crate::output::{OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
-use crate::strategy::{procs, Job, Strategy};
+use crate::strategy::{Engine, Job, Ran, Strategy};
 use crate::walk;
 
 pub use crate::exit::Exit;
 
-/// Run the binary called `tool` with `strategy`.
+/// Run the binary called `tool` with `strategy`. The binary has made its
+/// process-wide choices first ([`crate::limits::opt_in`]).
 pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
-    if strategy == Strategy::Procs && procs::is_worker() {
-        return procs::worker_main();
+    if let Some(code) = (strategy.def().helper)() {
+        return code;
     }
+    diag::set_program(tool);
     let config = cli::parse(tool, strategy);
-    run(tool, strategy, &config).into()
+    run(&config).into()
 }
 
-/// Do what `config` says with `strategy`, printing to stdout/stderr.
-pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
+/// Do what `config` says with its engine, printing to stdout/stderr.
+pub fn run(config: &Config) -> Exit {
     let mut paths = config.paths.clone();
     let mut listed = None;
     // Like GNU `wc --files0-from -`: a list read from stdin cannot also name
@@ -45,8 +51,8 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
                     more.retain(|p| {
                         let stdin = p == Path::new("-");
                         if stdin {
-                            eprintln!(
-                                "{tool}: -: file name '-' not allowed when reading names from standard input"
+                            crate::show!(
+                                "-: file name '-' not allowed when reading names from standard input"
                             );
                             refused = true;
                         }
@@ -57,7 +63,7 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
             }
             Ok(Listed::Jobs(jobs)) => listed = Some(jobs),
             Err(e) => {
-                report_error(tool, &e, None);
+                diag::path_error(&e, None);
                 return Exit::Failure;
             }
         }
@@ -66,7 +72,7 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     let shard = match config.scale.shard.map(|s| s.resolve(env)).transpose() {
         Ok(shard) => shard,
         Err(why) => {
-            eprintln!("{tool}: --shard: {why}");
+            crate::show!("--shard: {why}");
             return Exit::Usage;
         }
     };
@@ -75,21 +81,19 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
         Mode::Check(opts) => {
             let manifests: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
             let run = CheckRun {
-                tool,
-                strategy,
-                workers: config.workers,
+                engine: &config.engine,
                 opts: *opts,
                 progress: show_progress,
             };
             check::run(&run, &manifests)
         }
-        Mode::Hash(out) if config.scale.merge => merge::run(tool, &paths, out),
+        Mode::Hash(out) if config.scale.merge => merge::run(&paths, out),
         Mode::Hash(out) if config.scale.list => {
-            filelist::run(tool, &plan(config, &paths, listed, true), out.zero)
+            filelist::run(&plan(config, &paths, listed, true), out.zero)
         }
         Mode::Hash(out) => {
             let input = (paths.as_slice(), listed);
-            hash(tool, strategy, config, input, shard, out, show_progress)
+            hash(config, input, shard, out, show_progress)
         }
     };
     if refused && exit == Exit::Success {
@@ -99,31 +103,26 @@ pub fn run(tool: &str, strategy: Strategy, config: &Config) -> Exit {
     }
 }
 
-/// Hash `files` with `strategy` into `sink`; standard input (`-`) is read
-/// here, first, and the strategy gets the rest (see [`crate::stdin`]).
-/// Returns how `hash-async` did its I/O (see [`Strategy::run_with`]).
+/// Hash `files` with `engine` into `sink`; standard input (`-`) is read
+/// here, first, and the engine gets the rest (see [`crate::stdin`]).
 fn run_plan(
-    tool: &str,
-    strategy: Strategy,
-    config: &Config,
+    engine: &Engine,
     files: &[Job],
+    reading: &Arc<Reading>,
     sink: &mut crate::strategy::Sink<'_>,
-) -> Option<String> {
-    let (workers, io) = (config.workers, config.io);
+) -> Ran {
     if !files.iter().any(walk::is_stdin) {
-        return strategy.run_with(tool, files, workers, io, sink);
+        return engine.run(files, reading, sink);
     }
     let (stdin, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| walk::is_stdin(&files[i]));
     for i in stdin {
         if sink(i, crate::stdin::hash_stdin()).is_break() {
-            return None;
+            return Ran::default();
         }
     }
     let others: Vec<Job> = rest.iter().map(|&i| files[i].clone()).collect();
-    strategy.run_with(tool, &others, workers, io, &mut |i, outcome| {
-        sink(rest[i], outcome)
-    })
+    engine.run(&others, reading, &mut |i, outcome| sink(rest[i], outcome))
 }
 
 /// Walk `paths` and add the jobs of a `--list` list, in the order a walk gives.
@@ -138,8 +137,6 @@ fn plan(config: &Config, paths: &[PathBuf], listed: Option<Vec<Job>>, sizes: boo
 }
 
 fn hash(
-    tool: &str,
-    strategy: Strategy,
     config: &Config,
     (paths, listed): (&[PathBuf], Option<Vec<Job>>),
     shard: Option<Shard>,
@@ -167,31 +164,26 @@ fn hash(
         match s.write_header(&mut io::stdout().lock(), out.tag, out.zero) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
-            Err(e) => {
-                eprintln!("{tool}: write error: {}", io_reason(&e));
-                return Exit::Failure;
-            }
+            Err(e) => return diag::write_failed(&e),
         }
     }
-    let progress =
-        show_progress.then(|| Progress::start(plan.files.len() as u64, plan.total_bytes()));
-    let mut writer = Writer::new(
-        tool,
-        &plan.files,
-        io::stdout().lock(),
-        *out,
-        progress.as_ref(),
-    );
+    let engine = &config.engine;
+    let reading = engine.reading();
+    let progress = show_progress.then(|| {
+        let total = (plan.files.len() as u64, plan.total_bytes());
+        Progress::start(total.0, total.1, Arc::clone(&reading))
+    });
+    let mut writer = Writer::new(&plan.files, io::stdout().lock(), *out, progress.as_ref());
     for e in &plan.errors {
         writer.error(e);
     }
-    let io = run_plan(tool, strategy, config, &plan.files, &mut |i, outcome| {
+    let ran = run_plan(engine, &plan.files, &reading, &mut |i, outcome| {
         if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
             s.hashed(i, d.size);
         }
         writer.accept(i, outcome)
     });
-    let workers = strategy.workers(config.workers, plan.files.len());
+    let (strategy, workers) = (engine.strategy(), engine.workers(plan.files.len()));
     let info = RunInfo {
         strategy: strategy.name(),
         workers,
@@ -204,27 +196,22 @@ fn hash(
         p.finish(); // before anything else goes to stderr
     }
     if let Some(e) = &write_error {
-        eprintln!("{tool}: write error: {}", io_reason(e));
-        return Exit::Failure;
+        return diag::write_failed(e);
     }
     if closed {
         return Exit::Success; // `| head`: the reader has what it wanted
     }
     if let Some(s) = &shard {
         if let Err(e) = s.write_trailer(&mut io::stdout().lock(), summary.errors, out.zero) {
-            eprintln!("{tool}: write error: {}", io_reason(&e));
-            return Exit::Failure;
+            return diag::write_failed(&e);
         }
     }
     if config.stats {
-        let name = match io {
+        let name = match ran.io {
             Some(io) => format!("{} ({io})", strategy.name()),
             None => strategy.name().to_string(),
         };
-        eprintln!(
-            "{tool}: {}",
-            summary.render(start.elapsed(), &name, workers)
-        );
+        crate::show!("{}", summary.render(start.elapsed(), &name, workers));
     }
     if summary.errors > 0 {
         Exit::Failure

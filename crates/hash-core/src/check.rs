@@ -5,7 +5,7 @@
 //! format-guessing state carries across manifests), its listed files are
 //! hashed by the binary's own strategy, and results are printed in manifest
 //! order: `NAME: OK`, `NAME: FAILED`, or `NAME: FAILED open or read` after a
-//! `tool: NAME: reason` on stderr. Then come GNU's summary warnings. Options
+//! `program: NAME: reason` on stderr. Then come GNU's summary warnings. Options
 //! keep GNU's meanings, verified against coreutils 9.1:
 //! - `--quiet` drops the `OK` lines; `--status` prints nothing on stdout and no
 //!   summary, only read errors on stderr; `--warn` reports each malformed line
@@ -28,13 +28,13 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
-use crate::error::{io_reason, Error, ErrorKind};
+use crate::error::{Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::exit::Exit;
-use crate::output::{report_error, InOrder};
+use crate::output::InOrder;
 use crate::progress::Progress;
 use crate::quote::{quote_name, quote_path};
-use crate::strategy::{Job, Outcome, Strategy};
+use crate::strategy::{Engine, Job, Outcome};
 
 /// GNU's check-mode switches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,12 +69,8 @@ pub struct Tally {
 /// Everything one run needs besides the manifests.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckRun<'a> {
-    /// Program name for messages.
-    pub tool: &'a str,
-    /// How to hash.
-    pub strategy: Strategy,
-    /// Workers (`-j`).
-    pub workers: usize,
+    /// How to hash: the same engine, with the same settings, as hash mode.
+    pub engine: &'a Engine,
     /// GNU switches.
     pub opts: CheckOptions,
     /// Show a progress line.
@@ -97,12 +93,12 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
         let data = match read_manifest(manifest) {
             Ok(d) => d,
             Err(ManifestError::Open(e)) => {
-                report_error(run.tool, &Error::new(manifest, e), None);
+                crate::diag::path_error(&Error::new(manifest, e), None);
                 failed = true;
                 continue;
             }
             Err(ManifestError::Read) => {
-                eprintln!("{}: {name}: read error", run.tool);
+                crate::show!("{name}: read error");
                 failed = true;
                 continue;
             }
@@ -113,12 +109,9 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             // A reader that went away (`| head`) is no error to report, but
             // the verification was not completed, so it cannot succeed.
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Failure,
-            Err(e) => {
-                eprintln!("{}: write error: {}", run.tool, io_reason(&e));
-                return Exit::Failure;
-            }
+            Err(e) => return crate::diag::write_failed(&e),
         };
-        failed |= summarise(run.tool, &name, &run.opts, &tally);
+        failed |= summarise(&name, &run.opts, &tally);
     }
     if failed {
         Exit::Failure
@@ -184,10 +177,7 @@ pub fn check_manifest(
     let warn_malformed = |line_numbers: &[usize]| {
         if run.opts.warn {
             for line_no in line_numbers {
-                eprintln!(
-                    "{}: {name}: {line_no}: improperly formatted SHA256 checksum line",
-                    run.tool
-                );
+                crate::show!("{name}: {line_no}: improperly formatted SHA256 checksum line");
             }
         }
     };
@@ -195,7 +185,7 @@ pub fn check_manifest(
         warn_malformed(&malformed);
         return Ok(tally);
     }
-    let sizes = run.strategy.is_parallel() || run.progress;
+    let sizes = run.engine.strategy().is_parallel() || run.progress;
     let files: Vec<Job> = entries
         .iter()
         .map(|e| {
@@ -211,9 +201,11 @@ pub fn check_manifest(
             Job::new(path, size, true)
         })
         .collect();
-    let progress = run
-        .progress
-        .then(|| Progress::start(files.len() as u64, files.iter().map(|j| j.size).sum()));
+    let reading = run.engine.reading();
+    let progress = run.progress.then(|| {
+        let total = files.iter().map(|j| j.size).sum();
+        Progress::start(files.len() as u64, total, reading.clone())
+    });
     let mut order = InOrder::new(files.len());
     let mut write_failure = None;
     let mut verdict = |i: usize, outcome: Outcome| -> ControlFlow<()> {
@@ -243,11 +235,8 @@ pub fn check_manifest(
             Err(kind) => {
                 tally.unreadable += 1;
                 let _ = out.flush();
-                report_error(
-                    run.tool,
-                    &Error::new(files[i].path.clone(), kind),
-                    progress.as_ref(),
-                );
+                let e = Error::new(files[i].path.clone(), kind);
+                crate::diag::path_error(&e, progress.as_ref());
                 b"FAILED open or read"
             }
         };
@@ -262,18 +251,17 @@ pub fn check_manifest(
             }
         }
     };
-    run.strategy
-        .run(run.tool, &files, run.workers, &mut |i, outcome| {
-            // Progress counts completions as they happen, not in print order.
-            if let Some(p) = &progress {
-                p.file_done(files[i].size);
-            }
-            order.insert(i, outcome);
-            while let Some((i, outcome)) = order.pop_ready() {
-                verdict(i, outcome)?;
-            }
-            ControlFlow::Continue(())
-        });
+    run.engine.run(&files, &reading, &mut |i, outcome| {
+        // Progress counts completions as they happen, not in print order.
+        if let Some(p) = &progress {
+            p.file_done(files[i].size);
+        }
+        order.insert(i, outcome);
+        while let Some((i, outcome)) = order.pop_ready() {
+            verdict(i, outcome)?;
+        }
+        ControlFlow::Continue(())
+    });
     if let Some(p) = progress {
         p.finish();
     }
@@ -300,10 +288,10 @@ pub fn write_status(out: &mut impl Write, name: &[u8], verdict: &[u8]) -> io::Re
 }
 
 /// Print GNU's warnings for one manifest; return whether it failed.
-fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
+fn summarise(name: &str, opts: &CheckOptions, t: &Tally) -> bool {
     let listed = t.ok + t.mismatched + t.unreadable + t.missing_ignored;
     if listed == 0 {
-        eprintln!("{tool}: {name}: no properly formatted checksum lines found");
+        crate::show!("{name}: no properly formatted checksum lines found");
         return true;
     }
     if !opts.status {
@@ -325,8 +313,8 @@ fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
         for (n, one, many, what) in warnings {
             match n {
                 0 => {}
-                1 => eprintln!("{tool}: WARNING: 1 {one} {what}"),
-                _ => eprintln!("{tool}: WARNING: {n} {many} {what}"),
+                1 => crate::show!("WARNING: 1 {one} {what}"),
+                _ => crate::show!("WARNING: {n} {many} {what}"),
             }
         }
     }
@@ -334,7 +322,7 @@ fn summarise(tool: &str, name: &str, opts: &CheckOptions, t: &Tally) -> bool {
     // unreadable files and directories do not count), not under --status.
     let none_matched = opts.ignore_missing && t.ok == 0;
     if none_matched && !opts.status {
-        eprintln!("{tool}: {name}: no file was verified");
+        crate::show!("{name}: no file was verified");
     }
     if none_matched {
         return true;
@@ -359,17 +347,17 @@ mod tests {
     #[test]
     fn exit_decision_follows_gnu() {
         let o = CheckOptions::default();
-        assert!(!summarise("t", "m", &o, &tally(3, 0, 0, 0)));
-        assert!(summarise("t", "m", &o, &tally(3, 1, 0, 0)));
-        assert!(summarise("t", "m", &o, &tally(3, 0, 1, 0)));
+        assert!(!summarise("m", &o, &tally(3, 0, 0, 0)));
+        assert!(summarise("m", &o, &tally(3, 1, 0, 0)));
+        assert!(summarise("m", &o, &tally(3, 0, 1, 0)));
         assert!(
-            !summarise("t", "m", &o, &tally(3, 0, 0, 2)),
+            !summarise("m", &o, &tally(3, 0, 0, 2)),
             "malformed only warns"
         );
         let strict = CheckOptions { strict: true, ..o };
-        assert!(summarise("t", "m", &strict, &tally(3, 0, 0, 2)));
+        assert!(summarise("m", &strict, &tally(3, 0, 0, 2)));
         assert!(
-            summarise("t", "m", &o, &tally(0, 0, 0, 5)),
+            summarise("m", &o, &tally(0, 0, 0, 5)),
             "nothing listed fails"
         );
         let im = CheckOptions {
@@ -380,16 +368,12 @@ mod tests {
             missing_ignored: 2,
             ..Tally::default()
         };
-        assert!(
-            summarise("t", "m", &im, &only_missing),
-            "nothing verified fails"
-        );
+        assert!(summarise("m", &im, &only_missing), "nothing verified fails");
         // GNU 9.1: a manifest of only mismatches or unreadable entries has
         // not *matched* anything either; one match is enough.
-        assert!(summarise("t", "m", &im, &tally(0, 1, 0, 0)));
-        assert!(summarise("t", "m", &im, &tally(0, 0, 1, 0)));
+        assert!(summarise("m", &im, &tally(0, 1, 0, 0)));
+        assert!(summarise("m", &im, &tally(0, 0, 1, 0)));
         assert!(!summarise(
-            "t",
             "m",
             &im,
             &Tally {
@@ -398,7 +382,7 @@ mod tests {
             }
         ));
         let quiet_status = CheckOptions { status: true, ..im };
-        assert!(summarise("t", "m", &quiet_status, &only_missing));
+        assert!(summarise("m", &quiet_status, &only_missing));
     }
 
     #[test]

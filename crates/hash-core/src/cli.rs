@@ -1,7 +1,8 @@
 //! The command line, defined once for all four binaries.
 //!
-//! Each binary gets the same options from [`CommonArgs`]; the three parallel
-//! ones add [`JobsArgs`]. Parsing ends in a resolved [`Config`] (defaults
+//! Each binary gets the same options from [`CommonArgs`]; its strategy adds
+//! its own (`-j`, `--io`: [`crate::strategy::Def::args`]). Parsing ends in a
+//! resolved [`Config`] holding the one [`Engine`] the run uses (defaults
 //! applied, worker count known), so nothing past this module looks at raw
 //! arguments. The binary's own name is filled in at run time, since the derive
 //! lives in this library crate.
@@ -11,8 +12,9 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
 use crate::check::CheckOptions;
+use crate::hasher::ReadPolicy;
 use crate::output::OutputOptions;
-use crate::strategy::{IoMode, Strategy};
+use crate::strategy::{Engine, Strategy};
 
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
@@ -72,6 +74,11 @@ pub struct CommonArgs {
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
 
+    /// Read every file with read(); never memory-map large files (for file systems that
+    /// misbehave under mmap, such as some network and FUSE mounts).
+    #[arg(long)]
+    pub no_mmap: bool,
+
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: CheckArgs,
@@ -112,59 +119,14 @@ pub struct CheckArgs {
     pub ignore_missing: bool,
 }
 
-/// The worker-count option of the parallel binaries (`-j/--jobs`, as in
-/// make and xargs; in the code the count is always called `workers`).
-#[derive(Debug, Args)]
-pub struct JobsArgs {
-    /// Number of workers [default: CPUs available].
-    // (`command` replaces this with what a worker is for the binary at hand.)
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub workers: Option<u32>,
-}
-
-/// `hash-async`'s choice of I/O.
-#[derive(Debug, Args)]
-pub struct IoArgs {
-    /// File I/O: io_uring (many opens and reads in flight from few threads),
-    /// tokio's blocking pool, or auto (io_uring where the kernel allows it).
-    #[arg(long, value_enum, default_value_t = IoMode::Auto, value_name = "MODE")]
-    pub io: IoMode,
-}
-
-/// The command line of `hash-async`.
+/// The command line every binary shares; [`command`] adds the strategy's own
+/// options.
 #[derive(Debug, Parser)]
 #[command(version)]
-pub struct AsyncCli {
+pub struct Cli {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: CommonArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub jobs: JobsArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub io: IoArgs,
-}
-
-/// The command line of `hash-serial`.
-#[derive(Debug, Parser)]
-#[command(version)]
-pub struct SerialCli {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
-}
-
-/// The command line of the parallel binaries.
-#[derive(Debug, Parser)]
-#[command(version)]
-pub struct ParallelCli {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub common: CommonArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub jobs: JobsArgs,
 }
 
 /// What a run does.
@@ -177,7 +139,7 @@ pub enum Mode {
 }
 
 /// Everything a run needs, resolved from the command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Config {
     /// Roots to walk, or manifests to check.
     pub paths: Vec<PathBuf>,
@@ -189,10 +151,9 @@ pub struct Config {
     pub stats: bool,
     /// `--progress` (Some(true)), `--no-progress` (Some(false)), or decide by terminal.
     pub progress: Option<bool>,
-    /// Workers to use (`-j`; 1 for `hash-serial`).
-    pub workers: usize,
-    /// `hash-async`'s I/O mode.
-    pub io: IoMode,
+    /// The strategy with its settings and the read policy: what every mode
+    /// hashes with.
+    pub engine: Engine,
     /// Hash or check.
     pub mode: Mode,
     /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
@@ -216,23 +177,12 @@ fn examples(tool: &str, strategy: Strategy) -> String {
 
 /// The clap command for `tool` (exposed so tests can `debug_assert` it).
 pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
-    let mut cmd = if strategy.has_io_option() {
-        AsyncCli::command()
-    } else if strategy.is_parallel() {
-        ParallelCli::command()
-    } else {
-        SerialCli::command()
-    };
-    if let Some(worker) = strategy.worker() {
-        // What `-j` counts differs by strategy; the strategy says.
-        let help = format!("Number of {worker} [default: CPUs available]");
-        cmd = cmd.mut_arg("workers", |a| a.help(help));
-    }
     let about = format!(
         "SHA-256 of every regular file under PATHs, {}.",
         strategy.how()
     );
-    cmd.name(tool)
+    (strategy.def().args)(Cli::command())
+        .name(tool)
         .bin_name(tool)
         .about(about)
         .after_help(examples(tool, strategy))
@@ -263,33 +213,21 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
         std::process::exit(i32::from(written.is_err()));
     }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
-    let from = |m: &clap::ArgMatches| -> Result<Config, clap::Error> {
-        if strategy.has_io_option() {
-            let cli = AsyncCli::from_arg_matches(m)?;
-            let workers = cli
-                .jobs
-                .workers
-                .map_or_else(default_workers, |j| j as usize);
-            Ok(Config {
-                io: cli.io.io,
-                ..resolve(cli.common, workers)
-            })
-        } else if strategy.is_parallel() {
-            let cli = ParallelCli::from_arg_matches(m)?;
-            let workers = cli
-                .jobs
-                .workers
-                .map(|j| j as usize)
-                .unwrap_or_else(default_workers);
-            Ok(resolve(cli.common, workers))
-        } else {
-            Ok(resolve(SerialCli::from_arg_matches(m)?.common, 1))
-        }
-    };
-    from(&matches).unwrap_or_else(|e| e.exit())
+    config(strategy, &matches).unwrap_or_else(|e| e.exit())
 }
 
-fn resolve(common: CommonArgs, workers: usize) -> Config {
+/// The resolved configuration of parsed arguments: the strategy builds its
+/// engine from them, once.
+fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Error> {
+    let common = CommonArgs::from_arg_matches(m)?;
+    let read = ReadPolicy {
+        mmap: !common.no_mmap,
+    };
+    let engine = Engine::new((strategy.def().runner)(m)?, read);
+    Ok(resolve(common, engine))
+}
+
+fn resolve(common: CommonArgs, engine: Engine) -> Config {
     let c = &common.check;
     let mode = if c.check {
         Mode::Check(CheckOptions {
@@ -325,16 +263,10 @@ fn resolve(common: CommonArgs, workers: usize) -> Config {
         follow: common.follow,
         stats: common.stats,
         progress,
-        workers,
-        io: IoMode::default(),
+        engine,
         mode,
         scale: common.scale.into(),
     }
-}
-
-/// The number of CPUs this process may use.
-pub fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 #[cfg(test)]
@@ -383,26 +315,26 @@ mod tests {
         let m = cmd()
             .try_get_matches_from(["x", "-j", "3", "-L", "d", "e"])
             .unwrap();
-        let cli = ParallelCli::from_arg_matches(&m).unwrap();
-        assert_eq!(cli.jobs.workers, Some(3));
-        assert!(cli.common.follow);
-        assert_eq!(cli.common.paths, [PathBuf::from("d"), PathBuf::from("e")]);
+        let c = config(Strategy::Threads, &m).unwrap();
+        assert_eq!(c.engine.workers(100), 3);
+        assert!(c.follow);
+        assert_eq!(c.paths, [PathBuf::from("d"), PathBuf::from("e")]);
     }
 
-    fn config(args: &[&str]) -> Config {
+    fn threads_config(args: &[&str]) -> Config {
         let m = command("hash-threads", Strategy::Threads)
             .try_get_matches_from(args)
             .unwrap();
-        resolve(ParallelCli::from_arg_matches(&m).unwrap().common, 1)
+        config(Strategy::Threads, &m).unwrap()
     }
 
     #[test]
     fn the_last_of_quiet_status_warn_wins_like_gnu() {
-        let Mode::Check(o) = config(&["x", "-c", "--status", "--warn", "m"]).mode else {
+        let Mode::Check(o) = threads_config(&["x", "-c", "--status", "--warn", "m"]).mode else {
             panic!("not check mode")
         };
         assert!(o.warn && !o.status && !o.quiet);
-        let Mode::Check(o) = config(&["x", "-c", "--warn", "--quiet", "m"]).mode else {
+        let Mode::Check(o) = threads_config(&["x", "-c", "--warn", "--quiet", "m"]).mode else {
             panic!("not check mode")
         };
         assert!(o.quiet && !o.warn);
@@ -423,17 +355,17 @@ mod tests {
 
     #[test]
     fn files_from_replaces_paths_and_progress_flags_resolve() {
-        let c = config(&["x", "--files-from", "-", "-0", "--no-progress"]);
+        let c = threads_config(&["x", "--files-from", "-", "-0", "--no-progress"]);
         assert_eq!(c.files_from, Some((PathBuf::from("-"), true)));
         assert!(c.paths.is_empty());
         assert_eq!(c.progress, Some(false));
         assert_eq!(
-            config(&["x", "--no-progress", "--progress", "d"]).progress,
+            threads_config(&["x", "--no-progress", "--progress", "d"]).progress,
             Some(true)
         );
-        assert_eq!(config(&["x", "d"]).progress, None);
+        assert_eq!(threads_config(&["x", "d"]).progress, None);
         assert_eq!(
-            config(&["x", "--tag", "-z", "--tree", "d"]).mode,
+            threads_config(&["x", "--tag", "-z", "--tree", "d"]).mode,
             Mode::Hash(OutputOptions {
                 tag: true,
                 binary: false,
@@ -446,16 +378,16 @@ mod tests {
 
     #[test]
     fn no_path_means_standard_input() {
-        assert_eq!(config(&["x"]).paths, [PathBuf::from("-")]);
-        assert_eq!(config(&["x", "-c"]).paths, [PathBuf::from("-")]);
-        assert!(config(&["x", "--files-from", "l"]).paths.is_empty());
+        assert_eq!(threads_config(&["x"]).paths, [PathBuf::from("-")]);
+        assert_eq!(threads_config(&["x", "-c"]).paths, [PathBuf::from("-")]);
+        assert!(threads_config(&["x", "--files-from", "l"]).paths.is_empty());
     }
 
     fn tag_text(args: &[&str]) -> Result<Config, clap::Error> {
         let mut cmd = command("hash-threads", Strategy::Threads);
         let m = cmd.try_get_matches_from_mut(args)?;
         refuse_tag_then_text(&mut cmd, &m)?;
-        Ok(resolve(ParallelCli::from_arg_matches(&m)?.common, 1))
+        config(Strategy::Threads, &m)
     }
 
     #[test]

@@ -32,10 +32,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::checkline::{escape_name, split_lines, unescape_name};
-use crate::error::{io_reason, Error, ErrorKind};
+use crate::error::{Error, ErrorKind};
 use crate::escape::path_bytes;
 use crate::exit::Exit;
-use crate::output::report_error;
 use crate::strategy::Job;
 use crate::walk::Plan;
 
@@ -160,9 +159,9 @@ pub fn write(out: &mut impl Write, jobs: &[Job], zero: bool) -> io::Result<()> {
 }
 
 /// `--list`: report the walk's errors, print the list of `plan`'s files.
-pub fn run(tool: &str, plan: &Plan, zero: bool) -> Exit {
+pub fn run(plan: &Plan, zero: bool) -> Exit {
     for e in &plan.errors {
-        report_error(tool, e, None);
+        crate::diag::path_error(e, None);
     }
     match write(
         &mut io::BufWriter::new(io::stdout().lock()),
@@ -171,10 +170,7 @@ pub fn run(tool: &str, plan: &Plan, zero: bool) -> Exit {
     ) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
-        Err(e) => {
-            eprintln!("{tool}: write error: {}", io_reason(&e));
-            return Exit::Failure;
-        }
+        Err(e) => return crate::diag::write_failed(&e),
     }
     if plan.errors.is_empty() {
         Exit::Success

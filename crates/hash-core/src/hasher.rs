@@ -32,22 +32,89 @@ pub const READ_BUF_SIZE: usize = 256 * 1024;
 /// window for cold data); for small files the extra syscall is not worth it.
 const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 
-/// Bytes read by every in-process hasher so far. Progress reporting samples it
-/// so that a single huge file still shows movement; one relaxed add per
-/// 256 KiB read is far below anything measurable.
-static BYTES_READ: AtomicU64 = AtomicU64::new(0);
-
 /// A read that takes this long waited for a disk (a page-cache hit takes a
 /// few microseconds, even when `RWF_NOWAIT` refused it because a page was
 /// briefly locked).
 const DISK_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// A cancellation flag that is never set, for hashing that is never cancelled.
-pub static NEVER: AtomicBool = AtomicBool::new(false);
+/// How files are read, whatever the strategy: a policy the engine is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadPolicy {
+    /// Whether files of [`MAP_MIN`] bytes and more may be hashed through
+    /// memory-mapped windows (see [`crate::mapped`]); `--no-mmap` clears it.
+    /// Mapping also needs the binary to have installed the `SIGBUS` handler
+    /// ([`crate::mapped::catch_sigbus`]); without it files are read.
+    pub mmap: bool,
+}
 
-/// Bytes read by this process's hashers since it started.
-pub fn bytes_read() -> u64 {
-    BYTES_READ.load(Ordering::Relaxed)
+impl Default for ReadPolicy {
+    fn default() -> Self {
+        ReadPolicy { mmap: true }
+    }
+}
+
+/// What the hashers of one run share: the read policy, the flag that stops
+/// the run, and the counts kept while reading. One per run (never a
+/// process-wide static), so two runs in one process cannot see each other.
+#[derive(Debug, Default)]
+pub struct Reading {
+    policy: ReadPolicy,
+    /// Set by somebody who no longer wants results: hashing stops between
+    /// two files and in the middle of one, so a huge file is not finished
+    /// for nobody.
+    stop: AtomicBool,
+    /// Bytes fed to SHA-256 so far. Progress samples it so that a single huge
+    /// file still shows movement; one relaxed add per read is far below
+    /// anything measurable.
+    bytes: AtomicU64,
+    /// Threads hashing, or waiting for files to hash (see [`Hashing`]).
+    hashers: AtomicUsize,
+    /// Read-ahead threads of mapped files running.
+    ahead: AtomicUsize,
+    cores: std::sync::OnceLock<usize>,
+}
+
+impl Reading {
+    /// The shared state of a run that reads by `policy`.
+    pub fn new(policy: ReadPolicy) -> Reading {
+        Reading {
+            policy,
+            ..Reading::default()
+        }
+    }
+
+    /// The policy this run reads by.
+    pub fn policy(&self) -> ReadPolicy {
+        self.policy
+    }
+
+    /// Stop the run: nobody wants more results.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Reading::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Bytes this run's hashers have fed to SHA-256 so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Count the calling thread as one of the run's hashers while the
+    /// returned guard lives.
+    pub fn hashing(&self) -> Hashing<'_> {
+        self.hashers.fetch_add(1, Ordering::Relaxed);
+        Hashing(self)
+    }
+
+    fn cores(&self) -> usize {
+        *self
+            .cores
+            .get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+    }
 }
 
 /// The SHA-256 of one file and the number of bytes that went into it.
@@ -287,15 +354,17 @@ impl Running {
         self.size
     }
 
-    /// Hash `bytes`, unless `cancel` is set (then `Interrupted`): nobody wants
-    /// the result of a huge file any more.
-    pub(crate) fn feed(&mut self, bytes: &[u8], cancel: &AtomicBool) -> io::Result<()> {
-        if cancel.load(Ordering::Relaxed) {
+    /// Hash `bytes`, unless the run was stopped (then `Interrupted`): nobody
+    /// wants the result of a huge file any more.
+    pub(crate) fn feed(&mut self, bytes: &[u8], reading: &Reading) -> io::Result<()> {
+        if reading.stopped() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
         }
         self.hasher.update(bytes);
         self.size += bytes.len() as u64;
-        BYTES_READ.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        reading
+            .bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -309,22 +378,12 @@ impl Running {
 }
 
 /// Stream everything `reader` yields through SHA-256, reusing `buf`.
-pub fn hash_reader(reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
-    hash_reader_until(reader, buf, &NEVER)
-}
-
-/// [`hash_reader`], giving up (with `Interrupted`) at the first read after
-/// `cancel` is set: nobody wants the result of a huge file any more.
-pub fn hash_reader_until(
-    mut reader: impl Read,
-    buf: &mut [u8],
-    cancel: &AtomicBool,
-) -> io::Result<FileDigest> {
-    let mut run = Running::default();
+pub fn hash_reader(mut reader: impl Read, buf: &mut [u8]) -> io::Result<FileDigest> {
+    let (mut run, reading) = (Running::default(), Reading::default());
     loop {
         match reader.read(buf) {
             Ok(0) => return Ok(run.finish()),
-            Ok(n) => run.feed(&buf[..n], cancel)?,
+            Ok(n) => run.feed(&buf[..n], &reading)?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
@@ -340,8 +399,8 @@ pub struct Request<'a> {
     pub dir: Option<BorrowedFd<'a>>,
     /// Whether a final symbolic link may be followed.
     pub follow: bool,
-    /// Set by somebody who no longer wants the result.
-    pub cancel: &'a AtomicBool,
+    /// The run's shared state: its read policy, stop flag and counts.
+    pub reading: &'a Reading,
     /// Called (at most once per file) when the data is not in the page cache,
     /// just before a read that will wait for the disk: lets a pool put
     /// another reader to work meanwhile. `None`: nobody cares, read plainly.
@@ -354,27 +413,23 @@ impl std::fmt::Debug for Request<'_> {
             .field("path", &self.path)
             .field("dir", &self.dir)
             .field("follow", &self.follow)
+            .field("reading", &self.reading)
             .field("on_block", &self.on_block.is_some())
             .finish()
     }
 }
 
 impl<'a> Request<'a> {
-    /// A plain request: no directory, never cancelled, no blocking hook.
-    pub fn new(path: &'a Path, follow: bool) -> Self {
+    /// A plain request of a run: no directory, no blocking hook.
+    pub fn new(path: &'a Path, follow: bool, reading: &'a Reading) -> Self {
         Request {
             path,
             dir: None,
             follow,
-            cancel: &NEVER,
+            reading,
             on_block: None,
         }
     }
-}
-
-/// Open and hash one file (see the module doc for the rules).
-pub fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
-    hash(&Request::new(path, follow), buf)
 }
 
 /// Open and hash the file `req` names into `buf`.
@@ -383,42 +438,25 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
         (Some(dir), Some(name)) if !req.follow => open_in(dir, name)?,
         _ => open_path(req.path, req.follow)?,
     };
-    Ok(hash_opened(&opened, buf, req.cancel, req.on_block)?)
+    Ok(hash_opened(&opened, buf, req.reading, req.on_block)?)
 }
 
 /// Files at least this large are hashed through memory-mapped windows
 /// ([`crate::mapped`]): no copy out of the page cache.
 pub const MAP_MIN: u64 = 1024 * 1024;
 
-/// Threads of this process hashing, or waiting for files to hash (see
-/// [`Hashing`]), and read-ahead threads running.
-static HASHERS: AtomicUsize = AtomicUsize::new(0);
-static AHEAD: AtomicUsize = AtomicUsize::new(0);
-
 /// Marks a thread as one of the run's hashers while it lives. A large file
 /// gets a thread that maps its windows ahead of the hasher only while
 /// hashers and those threads together leave a core free: with every core
 /// hashing already, it would just take turns with them.
+/// Made by [`Reading::hashing`].
 #[derive(Debug)]
-pub struct Hashing(usize);
+pub struct Hashing<'r>(&'r Reading);
 
-impl Hashing {
-    /// Count `n` hashers.
-    pub fn start(n: usize) -> Hashing {
-        HASHERS.fetch_add(n, Ordering::Relaxed);
-        Hashing(n)
-    }
-}
-
-impl Drop for Hashing {
+impl Drop for Hashing<'_> {
     fn drop(&mut self) {
-        HASHERS.fetch_sub(self.0, Ordering::Relaxed);
+        self.0.hashers.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// Windows mapped ahead by the read-ahead thread: the first is small, as
@@ -430,9 +468,9 @@ fn take(
     run: &mut Running,
     window: crate::mapped::Window,
     opened: &Opened,
-    cancel: &AtomicBool,
+    reading: &Reading,
 ) -> io::Result<()> {
-    run.feed(window.bytes(), cancel)?;
+    run.feed(window.bytes(), reading)?;
     if !window.intact() {
         return Err(crate::mapped::fault_error(&opened.file, opened.size));
     }
@@ -446,14 +484,14 @@ fn take(
 /// hashing it. When a core is free, a thread beside the hasher maps the
 /// windows ahead (at most two at a time), so the hasher only hashes: one
 /// large file then runs at the one-core SHA-256 rate.
-fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDigest>> {
+fn hash_mapped(opened: &Opened, reading: &Reading) -> Option<io::Result<FileDigest>> {
     use crate::mapped::{will_need, Window, WINDOW};
     let size = opened.size;
     let first = Window::map(&opened.file, 0, (size as usize).min(READ_BUF_SIZE))?;
-    let ahead = AHEAD.fetch_add(1, Ordering::Relaxed);
-    let free = HASHERS.load(Ordering::Relaxed).max(1) + ahead < cores();
+    let ahead = reading.ahead.fetch_add(1, Ordering::Relaxed);
+    let free = reading.hashers.load(Ordering::Relaxed).max(1) + ahead < reading.cores();
     let mut run = Running::default();
-    let res = take(&mut run, first, opened, cancel).and_then(|()| {
+    let res = take(&mut run, first, opened, reading).and_then(|()| {
         if !(free && size > 2 * AHEAD_WINDOW as u64) {
             while run.size() < size {
                 let offset = run.size();
@@ -463,7 +501,7 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
                     break;
                 };
                 will_need(&opened.file, offset + len as u64, WINDOW);
-                take(&mut run, window, opened, cancel)?;
+                take(&mut run, window, opened, reading)?;
             }
             return Ok(());
         }
@@ -489,12 +527,12 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
                 let Some(window) = rx.recv().ok().flatten() else {
                     break;
                 };
-                take(&mut run, window, opened, cancel)?;
+                take(&mut run, window, opened, reading)?;
             }
             Ok(())
         })
     });
-    AHEAD.fetch_sub(1, Ordering::Relaxed);
+    reading.ahead.fetch_sub(1, Ordering::Relaxed);
     if let Err(e) = res {
         return Some(Err(e));
     }
@@ -506,7 +544,7 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
         match rustix::io::pread(&opened.file, &mut tail[..], run.size()) {
             Ok(0) => return Some(Ok(run.finish())),
             Ok(n) => {
-                if let Err(e) = run.feed(&tail[..n], cancel) {
+                if let Err(e) = run.feed(&tail[..n], reading) {
                     return Some(Err(e));
                 }
             }
@@ -533,15 +571,15 @@ fn hash_mapped(opened: &Opened, cancel: &AtomicBool) -> Option<io::Result<FileDi
 pub fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],
-    cancel: &AtomicBool,
+    reading: &Reading,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
-    if opened.size >= MAP_MIN && cached(opened) {
-        if let Some(res) = hash_mapped(opened, cancel) {
+    if reading.policy.mmap && opened.size >= MAP_MIN && cached(opened) {
+        if let Some(res) = hash_mapped(opened, reading) {
             return res;
         }
     }
-    hash_read(opened, buf, cancel, on_block)
+    hash_read(opened, buf, reading, on_block)
 }
 
 /// Whether the start of a file is in the page cache (a one-page `RWF_NOWAIT`
@@ -563,7 +601,7 @@ fn cached(opened: &Opened) -> bool {
 fn hash_read(
     opened: &Opened,
     buf: &mut [u8],
-    cancel: &AtomicBool,
+    reading: &Reading,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
     use rustix::io::{pread, preadv2, ReadWriteFlags};
@@ -599,7 +637,7 @@ fn hash_read(
         match res {
             Ok(0) => break,
             Ok(n) => {
-                run.feed(&buf[..n], cancel)?;
+                run.feed(&buf[..n], reading)?;
                 if n < buf.len() && run.size() == opened.size {
                     break;
                 }
@@ -614,6 +652,10 @@ fn hash_read(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hash_file(path: &Path, follow: bool, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
+        hash(&Request::new(path, follow, &Reading::default()), buf)
+    }
 
     /// Pseudo-random bytes (xorshift), so block boundaries carry distinct data.
     fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -653,7 +695,8 @@ mod tests {
     #[test]
     fn every_read_path_gives_the_in_memory_digest() {
         let dir = tempfile::tempdir().unwrap();
-        let never = AtomicBool::new(false);
+        crate::mapped::catch_sigbus();
+        let never = Reading::default();
         let hook_calls = AtomicUsize::new(0);
         let hook = || {
             hook_calls.fetch_add(1, Ordering::Relaxed);
@@ -704,7 +747,7 @@ mod tests {
             eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
             return;
         }
-        let got = hash_opened(&opened, &mut new_buffer(), &NEVER, None).unwrap();
+        let got = hash_opened(&opened, &mut new_buffer(), &Reading::default(), None).unwrap();
         let want: [u8; 32] = Sha256::digest(&data).into();
         assert_eq!(got.digest, want);
         assert_eq!(got.size, data.len() as u64);
@@ -716,6 +759,7 @@ mod tests {
         let path = dir.path().join("big");
         std::fs::write(&path, noise(2 * 1024 * 1024, 3)).unwrap();
         let opened = open_path(&path, false).unwrap();
+        crate::mapped::catch_sigbus();
         let window = crate::mapped::Window::map(&opened.file, 0, 2 * 1024 * 1024).unwrap();
         assert!(window.intact());
         // Another writer truncates the file while it is mapped: touching the

@@ -9,10 +9,14 @@
 //!
 //! - [`hasher`]: open one file without blocking and stream it through SHA-256.
 //! - [`walk`]: turn the command-line paths into a sorted [`walk::Plan`] of files.
-//! - [`strategy`]: the four ways of running a plan; one signature for all.
+//! - [`strategy`]: the four ways of running a plan, each a value with its own
+//!   settings ([`strategy::Runner`]), held by the one [`Engine`] a run uses.
 //! - [`output`]: the single writer that orders results and prints them.
 //! - [`check`]: `--check`, on the same strategies, with [`checkline`] parsing.
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
+//! - [`diag`]: every message on stderr, `program: ...`, written once.
+//! - [`limits`]: the process-wide settings a binary opts in to (the library
+//!   itself changes no process state).
 //! - [`filelist`], [`shard`], [`merge`]: scale-out over cluster engines (`--list`,
 //!   `--shard K/N`, `--merge`), giving exactly the single-machine output.
 
@@ -20,12 +24,14 @@ pub mod app;
 pub mod check;
 pub mod checkline;
 pub mod cli;
+pub mod diag;
 pub mod error;
 pub mod escape;
 pub mod exit;
 pub mod filelist;
 pub mod generate;
 pub mod hasher;
+pub mod limits;
 pub mod mapped;
 pub mod merge;
 pub mod output;
@@ -40,4 +46,4 @@ pub mod walk;
 
 pub use error::{Error, ErrorKind};
 pub use hasher::{FileDigest, READ_BUF_SIZE};
-pub use strategy::{Job, Outcome, Strategy};
+pub use strategy::{Engine, Job, Outcome, Strategy};

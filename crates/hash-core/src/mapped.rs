@@ -19,6 +19,11 @@
 //! while it was read) instead of crashing. A fault anywhere else is handed
 //! back to the previous handler.
 //!
+//! A signal handler is process-wide state, so the library never installs it
+//! by itself: a binary opts in with [`catch_sigbus`] at start-up. Until it
+//! has, [`Window::map`] maps nothing and every file is read with `pread`
+//! (also what `--no-mmap` asks for: see [`crate::hasher::ReadPolicy`]).
+//!
 //! Mapping and unmapping go through `memmap2` (one `mmap`, one `munmap`, as
 //! before); only the handler itself needs `libc`, for `sigaction`.
 
@@ -123,8 +128,10 @@ fn page_size() -> usize {
     }
 }
 
-/// Install the handler once; false if that failed (then nothing is mapped).
-fn install() -> bool {
+/// Install the `SIGBUS` handler that makes mapping files safe (once; later
+/// calls only report). Returns whether it is installed: if not, nothing is
+/// ever mapped. Call it at start-up, before threads that may map exist.
+pub fn catch_sigbus() -> bool {
     INSTALL.call_once(|| {
         page_size();
         // SAFETY: a zeroed sigaction is valid; the handler only touches
@@ -168,10 +175,11 @@ impl Drop for Claim {
 
 impl Window {
     /// Map `len` bytes of `file` at `offset` (a multiple of the page size).
-    /// `None` when mapping is not possible here (no handler, no free slot,
+    /// `None` when mapping is not possible here (no handler installed with
+    /// [`catch_sigbus`], no free slot,
     /// `mmap` refused): the caller reads instead.
     pub fn map(file: &impl AsRawFd, offset: u64, len: usize) -> Option<Window> {
-        if len == 0 || !install() || !INSTALLED.load(Ordering::Acquire) {
+        if len == 0 || !INSTALLED.load(Ordering::Acquire) {
             return None;
         }
         let slot = Claim(

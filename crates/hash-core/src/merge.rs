@@ -25,7 +25,7 @@ use crate::error::{io_reason, Error, ErrorKind};
 use crate::escape::display_path;
 use crate::exit::Exit;
 use crate::hasher::hex;
-use crate::output::{report_error, write_line, OutputOptions};
+use crate::output::{write_line, OutputOptions};
 use crate::report::unhex;
 use crate::shard::{Shard, END, FILE, HEADER};
 use crate::tree::TreeDigest;
@@ -226,16 +226,13 @@ fn parse_line(line: &[u8], tag: bool, zero: bool) -> Option<([u8; 32], Vec<u8>)>
     (!name.is_empty()).then_some((digest, name))
 }
 
-fn refuse(tool: &str, path: &Path, why: impl Into<String>) {
-    report_error(
-        tool,
-        &Error::new(path, ErrorKind::Io(io::Error::other(why.into()))),
-        None,
-    );
+fn refuse(path: &Path, why: impl Into<String>) {
+    let e = Error::new(path, ErrorKind::Io(io::Error::other(why.into())));
+    crate::diag::path_error(&e, None);
 }
 
 /// Merge the shard outputs `paths` and print the result with `opts`.
-pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
+pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     let mut shards = Vec::new();
     let mut refused = false;
     for p in paths {
@@ -245,7 +242,7 @@ pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
         {
             Ok(s) => shards.push((p, s)),
             Err(why) => {
-                refuse(tool, p, why);
+                refuse(p, why);
                 refused = true;
             }
         }
@@ -271,14 +268,12 @@ pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
                     display_path(first_path)
                 )
             };
-            refuse(tool, p, format!("shard {} does not belong: {why}", s.shard));
+            refuse(p, format!("shard {} does not belong: {why}", s.shard));
             refused = true;
             continue;
         }
         if s.errors.is_none() {
-            refuse(
-                tool,
-                p,
+            refuse(p,
                 format!(
                     "shard {} is incomplete (no end line: killed, still running or cut short); rerun it",
                     s.shard
@@ -291,17 +286,14 @@ pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     for (k, files) in &by_k {
         if files.len() > 1 {
             let names: Vec<String> = files.iter().map(|p| display_path(p)).collect();
-            eprintln!(
-                "{tool}: shard {k}/{n}: given more than once ({})",
-                names.join(", ")
-            );
+            crate::show!("shard {k}/{n}: given more than once ({})", names.join(", "));
             refused = true;
         }
     }
     let missing: Vec<usize> = (0..n).filter(|k| !by_k.contains_key(k)).collect();
     for k in &missing {
-        eprintln!(
-            "{tool}: shard {k}/{n}: missing (plan {}); run it and merge again",
+        crate::show!(
+            "shard {k}/{n}: missing (plan {}); run it and merge again",
             &plan[..12]
         );
         refused = true;
@@ -312,8 +304,8 @@ pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     let mut entries: Vec<&Entry> = shards.iter().flat_map(|(_, s)| &s.entries).collect();
     entries.sort_by_key(|e| e.index);
     if let Some(w) = entries.windows(2).find(|w| w[0].index == w[1].index) {
-        eprintln!(
-            "{tool}: plan file {} is in more than one shard; refusing",
+        crate::show!(
+            "plan file {} is in more than one shard; refusing",
             w[0].index
         );
         return Exit::Failure;
@@ -321,16 +313,12 @@ pub fn run(tool: &str, paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     match write(&entries, opts) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
-        Err(e) => {
-            eprintln!("{tool}: write error: {}", io_reason(&e));
-            return Exit::Failure;
-        }
+        Err(e) => return crate::diag::write_failed(&e),
     }
     let mut status = Exit::Success;
     for (p, s) in &shards {
         if let Some(e @ 1..) = s.errors {
             refuse(
-                tool,
                 p,
                 format!(
                     "shard {} reported {e} errors when it ran (see its log)",

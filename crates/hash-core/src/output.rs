@@ -4,7 +4,7 @@
 //! one in its slot and prints every slot that has become the next in line, so
 //! output starts as soon as the first files are done and is byte-identical
 //! whatever the strategy or the number of workers. Errors are printed in the same
-//! order, on stderr, as `tool: PATH: reason`, after flushing stdout so that the
+//! order, on stderr, as `program: PATH: reason`, after flushing stdout so that the
 //! two streams interleave sensibly on a terminal.
 //!
 //! A closed stdout (`| head -1`) is not an error: the writer reports `Break`,
@@ -104,15 +104,6 @@ pub fn write_line(
     out.write_all(if opts.zero { b"\0" } else { b"\n" })
 }
 
-/// Write `tool: PATH: reason\n`, the path shell-quoted as GNU does it
-/// ([`crate::quote`]), so a name cannot forge a second line either.
-pub fn write_error(err: &mut impl Write, tool: &str, e: &Error) -> io::Result<()> {
-    err.write_all(tool.as_bytes())?;
-    err.write_all(b": ")?;
-    err.write_all(&crate::quote::quote_path(&e.path))?;
-    writeln!(err, ": {}", e.kind)
-}
-
 /// Results parked until every earlier one has arrived: the reorder buffer
 /// between strategies (completion order) and printing (planned order).
 #[derive(Debug)]
@@ -142,20 +133,8 @@ impl<T> InOrder<T> {
     }
 }
 
-/// Print `e` on stderr as `tool: PATH: reason`, out of the progress line's way.
-pub(crate) fn report_error(tool: &str, e: &Error, progress: Option<&Progress>) {
-    let print = || {
-        let _ = write_error(&mut io::stderr().lock(), tool, e);
-    };
-    match progress {
-        Some(p) => p.print(print),
-        None => print(),
-    }
-}
-
 /// The single writer for one run.
 pub struct Writer<'a, W: Write> {
-    tool: &'a str,
     jobs: &'a [Job],
     opts: OutputOptions,
     out: BufWriter<W>,
@@ -192,14 +171,12 @@ pub struct RunInfo<'a> {
 impl<'a, W: Write> Writer<'a, W> {
     /// A writer for `jobs`, printing to `out`.
     pub fn new(
-        tool: &'a str,
         jobs: &'a [Job],
         out: W,
         opts: OutputOptions,
         progress: Option<&'a Progress>,
     ) -> Self {
         Writer {
-            tool,
             jobs,
             opts,
             out: BufWriter::with_capacity(64 * 1024, out),
@@ -217,7 +194,7 @@ impl<'a, W: Write> Writer<'a, W> {
         self.summary.errors += 1;
         // Keep stdout and stderr in order when both go to one terminal.
         let _ = self.out.flush();
-        report_error(self.tool, e, self.progress);
+        crate::diag::path_error(e, self.progress);
         if let Some((_, errors)) = &mut self.json {
             errors.push(ErrorEntry {
                 path: JsonPath::from_bytes(path_bytes(&e.path)),
@@ -309,7 +286,7 @@ impl<'a, W: Write> Writer<'a, W> {
         let secs = info.elapsed.as_secs_f64().max(1e-9);
         Report {
             schema_version: SCHEMA_VERSION,
-            tool: self.tool.to_owned(),
+            tool: crate::diag::program().to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             files,
             errors,
@@ -415,7 +392,7 @@ mod tests {
         let jobs = [job("a"), job("b"), job("c")];
         let mut buf = Vec::new();
         {
-            let mut w = Writer::new("t", &jobs, &mut buf, OutputOptions::default(), None);
+            let mut w = Writer::new(&jobs, &mut buf, OutputOptions::default(), None);
             assert!(w.accept(2, ok(2, 5)).is_continue());
             assert!(w.accept(0, ok(0, 1)).is_continue());
             assert!(w.accept(1, ok(1, 10)).is_continue());
@@ -439,7 +416,7 @@ mod tests {
     fn errors_are_counted_and_not_printed_to_stdout() {
         let jobs = [job("a"), job("b")];
         let mut buf = Vec::new();
-        let mut w = Writer::new("t", &jobs, &mut buf, OutputOptions::default(), None);
+        let mut w = Writer::new(&jobs, &mut buf, OutputOptions::default(), None);
         let _ = w.accept(0, Err(crate::ErrorKind::NotRegular));
         let _ = w.accept(1, ok(1, 1));
         let _ = w.finish(&[], INFO);
@@ -447,14 +424,6 @@ mod tests {
         assert_eq!(w.summary.files, 1);
         drop(w);
         assert_eq!(buf.len(), 64 + 2 + 1 + 1);
-    }
-
-    #[test]
-    fn error_lines_escape_the_path() {
-        let mut err = Vec::new();
-        let e = Error::new("a\nb", crate::ErrorKind::NotRegular);
-        write_error(&mut err, "hash-x", &e).unwrap();
-        assert_eq!(err, b"hash-x: 'a'$'\\n''b': not a regular file\n");
     }
 
     #[test]
@@ -469,7 +438,7 @@ mod tests {
             }
         }
         let jobs = [job("a")];
-        let mut w = Writer::new("t", &jobs, Closed, OutputOptions::default(), None);
+        let mut w = Writer::new(&jobs, Closed, OutputOptions::default(), None);
         let _ = w.accept(0, ok(0, 0));
         assert!(w.finish(&[], INFO).is_break());
         assert!(w.write_error.is_none());

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
-use crate::hasher::bytes_read;
+use crate::hasher::Reading;
 
 const TICK: Duration = Duration::from_millis(200);
 
@@ -38,13 +38,15 @@ struct Counts {
     bytes_total: u64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
-    base_read: u64,
+    /// The run's hashers count the bytes they stream (not `hash-procs`'
+    /// workers: they are other processes).
+    reading: Arc<Reading>,
     stop: AtomicBool,
 }
 
 impl Counts {
     fn bytes(&self) -> u64 {
-        let streamed = bytes_read() - self.base_read;
+        let streamed = self.reading.bytes_read();
         streamed
             .max(self.bytes_done.load(Ordering::Relaxed))
             .min(self.bytes_total.max(1))
@@ -67,15 +69,16 @@ pub fn wanted(forced: Option<bool>) -> bool {
 }
 
 impl Progress {
-    /// Start drawing progress towards `files_total` files of `bytes_total` bytes.
-    pub fn start(files_total: u64, bytes_total: u64) -> Progress {
+    /// Start drawing progress towards `files_total` files of `bytes_total`
+    /// bytes, hashed by the run that shares `reading`.
+    pub fn start(files_total: u64, bytes_total: u64, reading: Arc<Reading>) -> Progress {
         let terminal = io::stderr().is_terminal();
         let target = if terminal {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(io::stderr()))))
         };
-        let mut p = Progress::on(target, terminal, files_total, bytes_total);
+        let mut p = Progress::on(target, terminal, (files_total, bytes_total), reading);
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
         p.ticker = Some(std::thread::spawn(move || {
             while !counts.stop.load(Ordering::Relaxed) {
@@ -92,15 +95,15 @@ impl Progress {
     fn on(
         target: ProgressDrawTarget,
         terminal: bool,
-        files_total: u64,
-        bytes_total: u64,
+        (files_total, bytes_total): (u64, u64),
+        reading: Arc<Reading>,
     ) -> Progress {
         let counts = Arc::new(Counts {
             files_total,
             bytes_total,
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
-            base_read: bytes_read(),
+            reading,
             stop: AtomicBool::new(false),
         });
         let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
@@ -299,7 +302,7 @@ mod tests {
     fn off_a_terminal_each_frame_is_one_line_and_finish_adds_none() {
         let sink = Shared::default();
         let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
-        let p = Progress::on(target, false, 10, 1024 << 20);
+        let p = Progress::on(target, false, (10, 1024 << 20), Default::default());
         for _ in 0..3 {
             p.file_done(0);
         }

@@ -24,7 +24,6 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use walkdir::WalkDir;
@@ -51,6 +50,9 @@ pub struct Plan {
     pub errors: Vec<Error>,
     /// Entries that are not regular files or directories (links, FIFOs, ...).
     pub skipped: Vec<Skipped>,
+    /// Directory descriptors kept open for the files so far: one budget
+    /// over every root of the walk (see [`DIR_FDS_KEPT`]).
+    dir_fds_kept: usize,
 }
 
 impl Plan {
@@ -183,12 +185,10 @@ struct Frame {
 }
 
 /// Open directories kept for opening files relative to them, at most: far
-/// below the descriptor limit this module raises (a tree with more
-/// directories opens the rest's files by full path, which is only slower).
+/// below the descriptor limit a binary raises at start-up (see
+/// [`crate::limits`]; a tree with more directories opens the rest's files by
+/// full path, which is only slower).
 const DIR_FDS_KEPT: usize = 4096;
-
-/// Directory descriptors kept so far in this process (see [`DIR_FDS_KEPT`]).
-static KEPT: AtomicUsize = AtomicUsize::new(0);
 
 /// Descriptors left for everything else: files being hashed (up to 128 at
 /// once), the directories being listed, pipes, the standard streams.
@@ -214,8 +214,9 @@ fn walk_physical(root: &Path, rel: usize, sizes: bool, plan: &mut Plan) {
             Ok(entries) => entries,
             Err(e) => return plan.errors.push(Error::new(os_path(&path), e)),
         };
-        // One budget for the whole run, over every root.
-        let fd = (KEPT.fetch_add(1, Ordering::Relaxed) < budget).then(|| DirFd(Arc::clone(&raw)));
+        let keep = plan.dir_fds_kept < budget;
+        plan.dir_fds_kept += usize::from(keep);
+        let fd = keep.then(|| DirFd(Arc::clone(&raw)));
         stack.push(Frame {
             path,
             fd,
@@ -348,18 +349,11 @@ fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
     Ok(entries)
 }
 
-/// How many directory descriptors the walk may keep open: the soft limit on
-/// open files is raised to the hard one first (the usual soft 1024 is a
-/// leftover of `select`), and half of it is left for everything else.
+/// How many directory descriptors the walk may keep open: half of what the
+/// soft limit on open files leaves after [`FDS_SPARE`]. The walk only reads
+/// the limit; raising it is the binary's choice ([`crate::limits`]).
 fn dir_fd_budget() -> usize {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
-        if cur < max {
-            lim.current = Some(max);
-            let _ = setrlimit(Resource::Nofile, lim);
-        }
-    }
+    use rustix::process::{getrlimit, Resource};
     let cur = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
     DIR_FDS_KEPT.min((cur.saturating_sub(FDS_SPARE) / 2) as usize)
 }

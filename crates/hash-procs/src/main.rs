@@ -1,4 +1,5 @@
 //! `hash-procs`: a thin binary over `hash-core` with the procs strategy.
 fn main() -> std::process::ExitCode {
+    hash_core::limits::opt_in();
     hash_core::app::main(env!("CARGO_BIN_NAME"), hash_core::Strategy::Procs)
 }

@@ -1,4 +1,5 @@
 //! `hash-serial`: a thin binary over `hash-core` with the serial strategy.
 fn main() -> std::process::ExitCode {
+    hash_core::limits::opt_in();
     hash_core::app::main(env!("CARGO_BIN_NAME"), hash_core::Strategy::Serial)
 }

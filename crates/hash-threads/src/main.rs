@@ -1,4 +1,5 @@
 //! `hash-threads`: a thin binary over `hash-core` with the threads strategy.
 fn main() -> std::process::ExitCode {
+    hash_core::limits::opt_in();
     hash_core::app::main(env!("CARGO_BIN_NAME"), hash_core::Strategy::Threads)
 }

@@ -24,15 +24,102 @@
 //! Real asynchronous file I/O is io_uring: see [`super::uring`].
 
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
 use super::queue::{lost, test_hook};
 use super::threads::MAX_READERS;
-use super::{largest_first, Job, Outcome, Sink};
-use crate::hasher::{hash, new_buffer, Buffer, Hashing};
+use super::{
+    clamp_workers, largest_first, no_helper, uring, Def, Job, JobsArgs, Outcome, Ran, Runner, Sink,
+    Strategy,
+};
+use crate::hasher::{hash, new_buffer, Buffer, Reading};
+
+/// `hash-async`: `-j` threads and `--io`.
+pub(super) const DEF: Def = Def {
+    name: "async",
+    binary: "hash-async",
+    how: "on a tokio runtime",
+    args: |cmd| {
+        use clap::Args;
+        let worker = "hashing threads (io_uring: one ring each, with many files in flight; \
+                      --io pool: more start while files wait for the disk)";
+        IoArgs::augment_args(JobsArgs::augment(cmd, worker))
+    },
+    runner: |m| {
+        use clap::FromArgMatches;
+        let (workers, io) = (JobsArgs::workers(m)?, IoArgs::from_arg_matches(m)?.io);
+        Ok(Box::new(Async { workers, io }))
+    },
+    helper: no_helper,
+};
+
+/// How `hash-async` does its file I/O (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
+pub enum IoMode {
+    /// io_uring where the kernel allows it, else the blocking pool.
+    #[default]
+    Auto,
+    /// Blocking reads on tokio's blocking pool (`asyncio.to_thread` style).
+    Pool,
+    /// Asynchronous opens and reads with io_uring (falls back to the pool,
+    /// saying so in `--stats`, where io_uring is unavailable).
+    Uring,
+}
+
+/// `hash-async`'s choice of I/O.
+#[derive(Debug, clap::Args)]
+pub struct IoArgs {
+    /// File I/O: io_uring (many opens and reads in flight from few threads),
+    /// tokio's blocking pool, or auto (io_uring where the kernel allows it).
+    #[arg(long, value_enum, default_value_t = IoMode::Auto, value_name = "MODE")]
+    pub io: IoMode,
+}
+
+impl IoArgs {
+    /// The clap id of `--io`.
+    pub const ID: &'static str = "io";
+}
+
+/// The async strategy and its settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Async {
+    /// Hashing threads (`-j`): rings, or tasks on the blocking pool at once.
+    pub workers: usize,
+    /// `--io`.
+    pub io: IoMode,
+}
+
+impl Runner for Async {
+    fn strategy(&self) -> Strategy {
+        Strategy::Async
+    }
+
+    fn workers(&self, files: usize) -> usize {
+        clamp_workers(self.workers, files)
+    }
+
+    /// `--io pool` never touches io_uring; the others ask the kernel first.
+    fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
+        let workers = self.workers(files.len());
+        let io = match self.io {
+            IoMode::Pool => "pool".to_owned(),
+            IoMode::Auto | IoMode::Uring => match uring::available() {
+                Ok(()) => {
+                    uring::run(files, workers, reading, sink);
+                    return Ran {
+                        io: Some("io_uring".into()),
+                    };
+                }
+                Err(why) => format!("pool (io_uring unavailable: {why})"),
+            },
+        };
+        run(files, workers, reading, sink);
+        Ran { io: Some(io) }
+    }
+}
 
 /// A task returns after this many files...
 const TASK_FILES: usize = 1024;
@@ -44,7 +131,7 @@ enum Msg {
     Blocked,
 }
 
-pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
@@ -53,7 +140,6 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
         .build()
         .expect("cannot start the tokio runtime");
     let files: Arc<[Job]> = files.into();
-    let stop = Arc::new(AtomicBool::new(false));
     // Hashing workers' buffers; extra readers get small ones (see threads).
     let bufs: Arc<Mutex<Vec<Buffer>>> = Arc::new(Mutex::new(
         (0..workers).map(|_| Buffer::Huge(new_buffer())).collect(),
@@ -64,11 +150,12 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let more = || cursor.load(Ordering::Relaxed) < order.len();
         let spawn = || {
-            let (tx, files, stop, bufs) = (tx.clone(), files.clone(), stop.clone(), bufs.clone());
+            let (tx, files, reading, bufs) =
+                (tx.clone(), files.clone(), reading.clone(), bufs.clone());
             let (order, cursor) = (order.clone(), cursor.clone());
             tokio::task::spawn_blocking(move || {
                 let mut done = Vec::new();
-                let body = || task(&tx, &files, &order, &cursor, &stop, &bufs, &mut done);
+                let body = || task(&tx, &files, &order, &cursor, &reading, &bufs, &mut done);
                 // A task that panics (a bug; the default hook has printed
                 // it) still reports what it finished, and that it ended: the
                 // loop holds a sender itself, so it would wait forever for a
@@ -106,7 +193,7 @@ pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
             for (i, outcome) in done {
                 reported[i] = true;
                 if let ControlFlow::Break(()) = sink(i, outcome) {
-                    stop.store(true, Ordering::Relaxed);
+                    reading.stop();
                     return true;
                 }
             }
@@ -134,11 +221,11 @@ fn task(
     files: &[Job],
     order: &[usize],
     cursor: &AtomicUsize,
-    stop: &AtomicBool,
+    reading: &Reading,
     bufs: &Mutex<Vec<Buffer>>,
     done: &mut Vec<(usize, Outcome)>,
 ) {
-    let _hashing = Hashing::start(1);
+    let _hashing = reading.hashing();
     let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
     let blocked = || {
         let _ = tx.send(Msg::Blocked);
@@ -150,7 +237,7 @@ fn task(
         };
         let job = &files[i];
         test_hook(job);
-        let outcome = hash(&job.request(stop, Some(&blocked)), &mut buf);
+        let outcome = hash(&job.request(reading, Some(&blocked)), &mut buf);
         bytes += outcome.as_ref().map_or(0, |d| d.size);
         done.push((i, outcome));
     }

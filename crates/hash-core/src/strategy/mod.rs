@@ -1,7 +1,10 @@
 //! The four ways of hashing a planned list of files, behind one signature.
 //!
-//! Every strategy takes the same input — a slice of [`Job`]s and a worker count —
-//! and reports each file's [`Outcome`] to one `sink`, tagged with the job's index.
+//! Every strategy is a [`Runner`]: a value that carries its own settings
+//! (built once from the command line by its module's [`Def`]), takes a slice
+//! of [`Job`]s and reports each file's [`Outcome`] to one `sink`, tagged with
+//! the job's index. The program holds it inside an [`Engine`], with the read
+//! policy, and every mode runs that one value.
 //! Results arrive in whatever order the strategy finishes them; the caller (the
 //! single writer in [`crate::output`]) restores the planned order. So output,
 //! errors, statistics and check mode are written once, and a strategy is only
@@ -15,11 +18,12 @@
 use std::ops::ControlFlow;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::error::ErrorKind;
-use crate::hasher::{self, FileDigest};
+use crate::hasher::{self, FileDigest, ReadPolicy, Reading};
+
+pub use asynch::IoMode;
 
 mod asynch;
 pub mod procs;
@@ -69,17 +73,18 @@ impl Job {
         }
     }
 
-    /// How to hash this job: see [`hasher::Request`].
+    /// How to hash this job in the run that shares `reading`: see
+    /// [`hasher::Request`].
     pub fn request<'a>(
         &'a self,
-        cancel: &'a AtomicBool,
+        reading: &'a Reading,
         on_block: Option<&'a dyn Fn()>,
     ) -> hasher::Request<'a> {
         hasher::Request {
             path: &self.path,
             dir: self.dir.as_ref().map(|d| d.0.as_fd()),
             follow: self.follow,
-            cancel,
+            reading,
             on_block,
         }
     }
@@ -97,25 +102,81 @@ pub type Outcome = Result<FileDigest, ErrorKind>;
 /// Returning `Break` (the reader of our output went away) stops the run early.
 pub type Sink<'a> = dyn FnMut(usize, Outcome) -> ControlFlow<()> + 'a;
 
-/// How `hash-async` does its file I/O (`--io`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
-pub enum IoMode {
-    /// io_uring where the kernel allows it, else the blocking pool.
-    #[default]
-    Auto,
-    /// Blocking reads on tokio's blocking pool (`asyncio.to_thread` style).
-    Pool,
-    /// Asynchronous opens and reads with io_uring (falls back to the pool,
-    /// saying so in `--stats`, where io_uring is unavailable).
-    Uring,
+/// One strategy with its own settings (its worker count, `hash-async`'s I/O
+/// mode): one implementation per strategy module, built from the command
+/// line by that module's [`Def`]. The rest of the program holds it inside an
+/// [`Engine`] and never looks at which strategy it is.
+pub trait Runner: std::fmt::Debug + Send + Sync {
+    /// Which strategy this is.
+    fn strategy(&self) -> Strategy;
+
+    /// The workers a run over `files` files uses (at least one, never more
+    /// than the files).
+    fn workers(&self, files: usize) -> usize;
+
+    /// Hash every job, reporting each outcome to `sink` (see the module doc).
+    /// `reading` is the run's shared state: the read policy, the stop flag and
+    /// the byte count.
+    fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran;
 }
 
-/// A concurrency strategy.
+/// What a run says about itself beyond its results.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ran {
+    /// How the I/O was done, for `--stats`, by strategies that have a choice
+    /// (`io_uring`, or `pool` and why).
+    pub io: Option<String>,
+}
+
+/// The value every mode runs on: a strategy with its settings, and the read
+/// policy it is given. Built once from the command line ([`crate::cli`]);
+/// hashing, check mode, `--files-from` and `--shard` all run this same value,
+/// so no mode can fall back to defaults the user did not ask for.
+#[derive(Debug)]
+pub struct Engine {
+    runner: Box<dyn Runner>,
+    read: ReadPolicy,
+}
+
+impl Engine {
+    /// An engine of `runner`, reading files by `read`.
+    pub fn new(runner: Box<dyn Runner>, read: ReadPolicy) -> Engine {
+        Engine { runner, read }
+    }
+
+    /// Which strategy it runs.
+    pub fn strategy(&self) -> Strategy {
+        self.runner.strategy()
+    }
+
+    /// The workers a run over `files` files uses.
+    pub fn workers(&self, files: usize) -> usize {
+        self.runner.workers(files)
+    }
+
+    /// How it reads files.
+    pub fn read_policy(&self) -> ReadPolicy {
+        self.read
+    }
+
+    /// Fresh shared state for one run (see [`Engine::run`]); the caller may
+    /// keep a handle to watch the byte count (progress).
+    pub fn reading(&self) -> Arc<Reading> {
+        Arc::new(Reading::new(self.read))
+    }
+
+    /// Hash `files` into `sink` with the state made by [`Engine::reading`].
+    pub fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
+        self.runner.run(files, reading, sink)
+    }
+}
+
+/// A concurrency strategy: the name of one way of running, and the key to its
+/// [`Def`].
 ///
-/// Everything else knows a strategy through [`Strategy::ALL`] and the facts in
-/// `Strategy::info`, so a fifth one is a variant, an entry in `ALL` and a row
-/// in `info` (the compiler asks for both matches), its module with an arm in
-/// [`Strategy::run_with`], and a one-line binary crate.
+/// A fifth strategy is a module with its `DEF` and its [`Runner`], a variant
+/// here with its entry in `ALL` and its arm in `Strategy::def` (the compiler
+/// asks for it), and a four-line binary crate: see docs/architecture.md.
 // `ValueEnum` lists the variants for the test that `ALL` has them all (and
 // lets a command line name a strategy).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -131,16 +192,33 @@ pub enum Strategy {
     Async,
 }
 
-/// What the rest of the program knows about one strategy.
-struct Info {
-    name: &'static str,
-    binary: &'static str,
-    /// How it hashes, ending "SHA-256 of every regular file under PATHs, ...".
-    how: &'static str,
-    /// What one `-j` worker is; `None`: no `-j` option.
-    worker: Option<&'static str>,
-    /// Whether it has `--io` (a choice of I/O).
-    io: bool,
+/// Everything the program knows about one strategy, kept in its module.
+#[derive(Debug)]
+pub struct Def {
+    /// Short name (`threads`): `--stats`, JSON, results files.
+    pub name: &'static str,
+    /// The binary that runs it (`hash-threads`).
+    pub binary: &'static str,
+    /// How it hashes, for `--help`: "SHA-256 of every regular file under
+    /// PATHs, HOW."
+    pub how: &'static str,
+    /// Adds the strategy's own options (`-j`, `--io`) to the command line.
+    pub args: fn(clap::Command) -> clap::Command,
+    /// Builds its [`Runner`] from the parsed command line.
+    pub runner: fn(&clap::ArgMatches) -> Result<Box<dyn Runner>, clap::Error>,
+    /// Runs this process as a helper the strategy started (`hash-procs`'
+    /// worker processes) and returns its exit code; `None`: an ordinary run.
+    pub helper: fn() -> Option<std::process::ExitCode>,
+}
+
+/// [`Def::args`] of a strategy without options of its own.
+pub(crate) fn no_args(cmd: clap::Command) -> clap::Command {
+    cmd
+}
+
+/// [`Def::helper`] of a strategy that starts no helper processes.
+pub(crate) fn no_helper() -> Option<std::process::ExitCode> {
+    None
 }
 
 impl Strategy {
@@ -152,51 +230,24 @@ impl Strategy {
         Strategy::Async,
     ];
 
-    /// The one place that describes each strategy.
-    const fn info(self) -> &'static Info {
+    /// The module that implements it describes it.
+    pub fn def(self) -> &'static Def {
         match self {
-            Strategy::Serial => &Info {
-                name: "serial",
-                binary: "hash-serial",
-                how: "one file after another",
-                worker: None,
-                io: false,
-            },
-            Strategy::Threads => &Info {
-                name: "threads",
-                binary: "hash-threads",
-                how: "on a pool of threads",
-                worker: Some("hashing threads (more start while files wait for the disk)"),
-                io: false,
-            },
-            Strategy::Procs => &Info {
-                name: "procs",
-                binary: "hash-procs",
-                how: "on a pool of worker processes",
-                worker: Some("worker processes"),
-                io: false,
-            },
-            Strategy::Async => &Info {
-                name: "async",
-                binary: "hash-async",
-                how: "on a tokio runtime",
-                worker: Some(
-                    "hashing threads (io_uring: one ring each, with many files in flight; \
-                     --io pool: more start while files wait for the disk)",
-                ),
-                io: true,
-            },
+            Strategy::Serial => &serial::DEF,
+            Strategy::Threads => &threads::DEF,
+            Strategy::Procs => &procs::DEF,
+            Strategy::Async => &asynch::DEF,
         }
     }
 
     /// The strategy's short name (`serial`, `threads`, ...).
     pub fn name(self) -> &'static str {
-        self.info().name
+        self.def().name
     }
 
     /// The name of the binary that runs it (`hash-serial`, ...).
     pub fn binary(self) -> &'static str {
-        self.info().binary
+        self.def().binary
     }
 
     /// The strategy called `name` (see [`Strategy::name`]).
@@ -211,76 +262,65 @@ impl Strategy {
 
     /// How it hashes, for `--help` ("one file after another", ...).
     pub fn how(self) -> &'static str {
-        self.info().how
+        self.def().how
     }
 
-    /// What one of its `-j` workers is, for `--help`; `None` for `Serial`.
-    pub fn worker(self) -> Option<&'static str> {
-        self.info().worker
+    /// Whether its command line has the option with clap id `id`: the
+    /// options themselves answer, so no table can disagree with them.
+    fn takes(self, id: &str) -> bool {
+        (self.def().args)(clap::Command::new("probe"))
+            .get_arguments()
+            .any(|a| a.get_id() == id)
     }
 
-    /// Whether `-j/--jobs` means anything for this strategy.
+    /// Whether it takes `-j/--jobs` (a number of workers).
     pub fn is_parallel(self) -> bool {
-        self.info().worker.is_some()
+        self.takes(JobsArgs::ID)
     }
 
     /// Whether it has a choice of I/O (`--io`, see [`IoMode`]).
     pub fn has_io_option(self) -> bool {
-        self.info().io
+        self.takes(asynch::IoArgs::ID)
+    }
+}
+
+/// `-j/--jobs`, as in make and xargs, for the strategies with workers (in the
+/// code the count is always called `workers`).
+#[derive(Debug, clap::Args)]
+pub struct JobsArgs {
+    /// Number of workers [default: CPUs available].
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub workers: Option<u32>,
+}
+
+impl JobsArgs {
+    /// The clap id of `-j`.
+    pub const ID: &'static str = "workers";
+
+    /// Add `-j` to `cmd`, saying in its help what one worker is.
+    pub fn augment(cmd: clap::Command, worker: &str) -> clap::Command {
+        use clap::Args;
+        let help = format!("Number of {worker} [default: CPUs available]");
+        JobsArgs::augment_args(cmd).mut_arg(Self::ID, |a| a.help(help))
     }
 
-    /// The workers a run over `files` files really uses when `requested` are asked
-    /// for: never more than the files, at least one, one for `Serial`.
-    pub fn workers(self, requested: usize, files: usize) -> usize {
-        if self.is_parallel() {
-            requested.clamp(1, files.max(1))
-        } else {
-            1
-        }
+    /// The workers asked for in `m`, or one per CPU.
+    pub fn workers(m: &clap::ArgMatches) -> Result<usize, clap::Error> {
+        use clap::FromArgMatches;
+        let jobs = JobsArgs::from_arg_matches(m)?;
+        Ok(jobs.workers.map_or_else(default_workers, |j| j as usize))
     }
+}
 
-    /// Hash every job, reporting each outcome to `sink` (see the module doc).
-    /// `tool` names the program in the rare notices a strategy prints itself
-    /// (a worker process that died); `workers` is ignored by `Serial`.
-    pub fn run(self, tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
-        self.run_with(tool, files, workers, IoMode::default(), sink);
-    }
+/// The number of CPUs this process may use.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
 
-    /// [`Strategy::run`] with `hash-async`'s I/O mode (ignored by the
-    /// others). Returns how the I/O was done, for `--stats`: `None` for the
-    /// strategies that have one way only.
-    pub fn run_with(
-        self,
-        tool: &str,
-        files: &[Job],
-        workers: usize,
-        io: IoMode,
-        sink: &mut Sink<'_>,
-    ) -> Option<String> {
-        let workers = self.workers(workers, files.len());
-        match self {
-            Strategy::Serial => serial::run(files, sink),
-            Strategy::Threads => threads::run(files, workers, sink),
-            Strategy::Procs => procs::run(tool, files, workers, sink),
-            Strategy::Async => {
-                if io == IoMode::Pool {
-                    asynch::run(files, workers, sink);
-                    return Some("pool".into());
-                }
-                return Some(match uring::available() {
-                    Ok(()) => {
-                        uring::run(files, workers, sink);
-                        "io_uring".into()
-                    }
-                    Err(why) => {
-                        asynch::run(files, workers, sink);
-                        format!("pool (io_uring unavailable: {why})")
-                    }
-                });
-            }
-        }
-        None
-    }
+/// `requested` workers for `files` files: never more than the files, at
+/// least one.
+pub(crate) fn clamp_workers(requested: usize, files: usize) -> usize {
+    requested.clamp(1, files.max(1))
 }
 
 /// Job indices, largest file first (ties in planned order, for determinism).
@@ -298,6 +338,18 @@ mod tests {
         Job::new(PathBuf::from("x"), size, false)
     }
 
+    /// The engine of an in-process strategy (`Procs` re-executes the
+    /// binary, so it is tested through `hash-procs`).
+    fn engine(s: Strategy, io: IoMode, workers: usize) -> Engine {
+        let runner: Box<dyn Runner> = match s {
+            Strategy::Serial => Box::new(serial::Serial),
+            Strategy::Threads => Box::new(threads::Threads { workers }),
+            Strategy::Async => Box::new(asynch::Async { workers, io }),
+            Strategy::Procs => unreachable!("tested through hash-procs"),
+        };
+        Engine::new(runner, ReadPolicy::default())
+    }
+
     /// Run an in-process strategy and collect outcomes by job index.
     fn collect(s: Strategy, files: &[Job], workers: usize) -> Vec<Outcome> {
         collect_io(s, IoMode::default(), files, workers)
@@ -305,7 +357,8 @@ mod tests {
 
     fn collect_io(s: Strategy, io: IoMode, files: &[Job], workers: usize) -> Vec<Outcome> {
         let mut got: Vec<Option<Outcome>> = (0..files.len()).map(|_| None).collect();
-        s.run_with("test", files, workers, io, &mut |i, o| {
+        let engine = engine(s, io, workers);
+        engine.run(files, &engine.reading(), &mut |i, o| {
             assert!(got[i].is_none(), "job {i} reported twice");
             got[i] = Some(o);
             ControlFlow::Continue(())
@@ -315,7 +368,6 @@ mod tests {
             .collect()
     }
 
-    // `Procs` re-executes the binary, so it is tested through `hash-procs`.
     const IN_PROCESS: [Strategy; 3] = [Strategy::Serial, Strategy::Threads, Strategy::Async];
 
     /// Every in-process way of running: `hash-async` in both I/O modes.
@@ -391,7 +443,8 @@ mod tests {
         let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
         for (s, io) in ways() {
             let mut calls = 0;
-            s.run_with("test", &plan.files, 2, io, &mut |_, _| {
+            let engine = engine(s, io, 2);
+            engine.run(&plan.files, &engine.reading(), &mut |_, _| {
                 calls += 1;
                 ControlFlow::Break(())
             });

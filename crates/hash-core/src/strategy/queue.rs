@@ -16,11 +16,12 @@
 
 use std::io;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
+use crate::hasher::Reading;
 
 /// Results a worker sends the writer at once.
 pub(super) type Batch = Vec<(usize, Outcome)>;
@@ -31,26 +32,27 @@ pub(super) struct Queue<'a> {
     pub(super) files: &'a [Job],
     order: Vec<usize>,
     cursor: AtomicUsize,
-    /// Set when the writer stops the run: workers stop between two files
-    /// and in the middle of one, so a huge file is not finished for nobody.
-    pub(super) stop: AtomicBool,
+    /// The run's shared state; its stop flag is set when the writer stops
+    /// the run: workers stop between two files and in the middle of one, so
+    /// a huge file is not finished for nobody.
+    pub(super) reading: &'a Reading,
 }
 
 impl<'a> Queue<'a> {
     /// A queue of `files`, largest first.
-    pub(super) fn new(files: &'a [Job]) -> Queue<'a> {
+    pub(super) fn new(files: &'a [Job], reading: &'a Reading) -> Queue<'a> {
         Queue {
             files,
             order: largest_first(files),
             cursor: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
+            reading,
         }
     }
 
     /// The index of the next file to hash; `None` once every file is taken
     /// or the run was stopped.
     pub(super) fn next(&self) -> Option<usize> {
-        if self.stop.load(Ordering::Relaxed) {
+        if self.reading.stopped() {
             return None;
         }
         self.order
@@ -65,7 +67,7 @@ impl<'a> Queue<'a> {
 }
 
 /// Feed the results arriving in batches on `rx` to `sink` until every file of
-/// `queue` is reported, setting `queue.stop` when the sink says stop. If every
+/// `queue` is reported, stopping the run when the sink says stop. If every
 /// worker is gone first (the channel closed: one panicked), the files never
 /// reported go to `sink` as errors.
 pub(super) fn collect(queue: &Queue<'_>, rx: &mpsc::Receiver<Batch>, sink: &mut Sink<'_>) {
@@ -84,7 +86,7 @@ pub(super) fn collect(queue: &Queue<'_>, rx: &mpsc::Receiver<Batch>, sink: &mut 
         for (i, outcome) in batch {
             reported[i] = true;
             if let ControlFlow::Break(()) = sink(i, outcome) {
-                queue.stop.store(true, Ordering::Relaxed);
+                queue.reading.stop();
                 return;
             }
         }
@@ -159,8 +161,8 @@ mod tests {
 
     /// Run `worker` on two guarded threads and collect what reaches the sink.
     fn run(n: usize, worker: Worker) -> Vec<(usize, String)> {
-        let files = files(n);
-        let queue = Queue::new(&files);
+        let (files, reading) = (files(n), Reading::default());
+        let queue = Queue::new(&files, &reading);
         let (tx, rx) = mpsc::channel();
         let mut got = Vec::new();
         thread::scope(|scope| {
@@ -216,10 +218,11 @@ mod tests {
     #[test]
     fn a_stop_from_the_sink_empties_the_queue() {
         let files = files(3);
-        let queue = Queue::new(&files);
+        let reading = Reading::default();
+        let queue = Queue::new(&files, &reading);
         assert_eq!(queue.next(), Some(0));
         assert!(queue.has_more());
-        queue.stop.store(true, Ordering::Relaxed);
+        reading.stop();
         assert_eq!(queue.next(), None);
     }
 }

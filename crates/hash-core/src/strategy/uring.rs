@@ -26,7 +26,6 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
@@ -36,7 +35,7 @@ use super::queue::{collect, guard, test_hook, Batch, Queue};
 use super::threads::MAX_READERS;
 use super::{Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{self, hash, new_buffer, Hashing, Running};
+use crate::hasher::{self, hash, new_buffer, Reading, Running};
 
 /// Bytes read per request.
 const BLOCK: usize = 64 * 1024;
@@ -67,9 +66,9 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn run(files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
-    let queue = Queue::new(files);
+    let queue = Queue::new(files, reading);
     let slots = (MAX_READERS / workers).max(4);
     thread::scope(|scope| {
         for _ in 0..workers {
@@ -127,7 +126,7 @@ fn tag(slot: usize, open: bool) -> u64 {
 /// Hash files from `queue` through one ring until it is empty; what is left
 /// in `batch` at the end is sent by [`guard`].
 fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, nslots: usize) {
-    let _hashing = Hashing::start(1);
+    let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
     let mut ring = match IoUring::new((2 * nslots) as u32) {
         Ok(ring) => ring,
@@ -136,7 +135,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
             // ran out): hash this thread's share the blocking way.
             let mut buf = new_buffer();
             while let Some(i) = queue.next() {
-                let outcome = hash(&queue.files[i].request(&queue.stop, None), &mut buf);
+                let outcome = hash(&queue.files[i].request(queue.reading, None), &mut buf);
                 batch.push((i, outcome));
             }
             let _ = tx.send(std::mem::take(batch));
@@ -187,7 +186,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
                 // Roots, manifest entries, `-L`: the blocking path looks before
                 // it opens, which a queued `openat` cannot.
                 let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                batch.push((i, hash(&job.request(&queue.stop, None), buf)));
+                batch.push((i, hash(&job.request(queue.reading, None), buf)));
                 if batch.len() >= BATCH || in_flight == 0 {
                     // Deliver what is done (`| head` should not wait for the
                     // thread's whole share of command-line files).
@@ -246,7 +245,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
             // the other rings may have ended already.
             let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
             while let Some(i) = queue.next() {
-                batch.push((i, hash(&queue.files[i].request(&queue.stop, None), buf)));
+                batch.push((i, hash(&queue.files[i].request(queue.reading, None), buf)));
             }
             let _ = tx.send(std::mem::take(batch));
             return;
@@ -269,7 +268,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
                             size: slot.size,
                         };
                         let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                        Ok(hasher::hash_opened(&opened, buf, &queue.stop, None)?)
+                        Ok(hasher::hash_opened(&opened, buf, queue.reading, None)?)
                     })
                 });
                 if ok && slot.size >= hasher::MAP_MIN {
@@ -279,7 +278,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
                 }
                 outcome
             } else {
-                read(slot, res, &queue.stop)
+                read(slot, res, queue.reading)
             };
             match finished {
                 Some(outcome) => {
@@ -305,7 +304,7 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
                 }
             }
         }
-        if queue.stop.load(Ordering::Relaxed) {
+        if queue.reading.stopped() {
             draining = true;
         }
     }
@@ -345,7 +344,7 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
 }
 
 /// A read completed: hash it; `Some` when the file is done.
-fn read(slot: &mut Slot, mut res: i32, stop: &AtomicBool) -> Option<Outcome> {
+fn read(slot: &mut Slot, mut res: i32, reading: &Reading) -> Option<Outcome> {
     if res == -libc::EINTR || res == -libc::EAGAIN {
         // A filesystem without non-blocking reads (FUSE, 9p, ...) may answer
         // EAGAIN every time: asking the ring again would spin forever, so
@@ -363,7 +362,7 @@ fn read(slot: &mut Slot, mut res: i32, stop: &AtomicBool) -> Option<Outcome> {
         return Some(Err(errno(res)));
     }
     let n = res as usize;
-    if let Err(e) = slot.run.feed(&slot.buf[..n], stop) {
+    if let Err(e) = slot.run.feed(&slot.buf[..n], reading) {
         return Some(Err(e.into()));
     }
     // The end: a read of 0, or a short one that reaches the size fstat gave

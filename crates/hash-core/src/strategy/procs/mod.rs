@@ -38,12 +38,57 @@ mod pool;
 mod wire;
 mod worker;
 
-pub(super) use pool::run;
+use std::sync::Arc;
+
 pub use worker::worker_main;
+
+use super::{clamp_workers, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
+use crate::hasher::Reading;
+
+/// `hash-procs`: `-j` worker processes, which are this same binary started
+/// again (see [`is_worker`]).
+pub(super) const DEF: Def = Def {
+    name: "procs",
+    binary: "hash-procs",
+    how: "on a pool of worker processes",
+    args: |cmd| JobsArgs::augment(cmd, "worker processes"),
+    runner: |m| {
+        Ok(Box::new(Procs {
+            workers: JobsArgs::workers(m)?,
+        }))
+    },
+    helper: || is_worker().then(worker_main),
+};
+
+/// The procs strategy and its setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Procs {
+    /// Worker processes (`-j`).
+    pub workers: usize,
+}
+
+impl Runner for Procs {
+    fn strategy(&self) -> Strategy {
+        Strategy::Procs
+    }
+
+    fn workers(&self, files: usize) -> usize {
+        clamp_workers(self.workers, files)
+    }
+
+    fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
+        pool::run(files, self.workers(files.len()), reading, sink);
+        Ran::default()
+    }
+}
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.
 pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
+
+/// Set to `0` in a worker's environment when the run must not map files
+/// (`--no-mmap`): the workers read by the parent's policy.
+const WORKER_MMAP_ENV: &str = "HASHRACE_PROCS_WORKER_MMAP";
 
 /// Files a worker always holds when there is work: one hashing, one queued, so
 /// it never waits for the parent between two files.

@@ -15,8 +15,11 @@ use std::sync::mpsc;
 use std::thread;
 
 use super::wire::{read_response, write_request};
-use super::{ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_ENV};
+use super::{
+    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_ENV, WORKER_MMAP_ENV,
+};
 use crate::error::ErrorKind;
+use crate::hasher::Reading;
 use crate::strategy::{largest_first, Job, Outcome, Sink};
 
 enum Event {
@@ -45,8 +48,9 @@ struct Worker {
 }
 
 struct Pool<'a, 's> {
-    tool: &'a str,
     exe: PathBuf,
+    /// Whether workers may map files (the run's read policy).
+    mmap: bool,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -63,7 +67,7 @@ struct Pool<'a, 's> {
     sizes: Vec<Option<u64>>,
 }
 
-pub(in crate::strategy) fn run(tool: &str, files: &[Job], workers: usize, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     if files.is_empty() {
         return;
     }
@@ -89,8 +93,8 @@ pub(in crate::strategy) fn run(tool: &str, files: &[Job], workers: usize, sink: 
     assert!(files.len() <= u32::MAX as usize, "more than 2^32 files");
     let (events, rx) = mpsc::channel();
     let mut pool = Pool {
-        tool,
         exe,
+        mmap: reading.policy().mmap,
         files,
         sink,
         queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
@@ -191,6 +195,7 @@ impl Pool<'_, '_> {
         let parent = std::process::id();
         let mut cmd = Command::new(&self.exe);
         cmd.env(WORKER_ENV, parent.to_string())
+            .env(WORKER_MMAP_ENV, if self.mmap { "1" } else { "0" })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -212,7 +217,7 @@ impl Pool<'_, '_> {
         let mut child = match cmd.spawn() {
             Ok(child) => child,
             Err(e) => {
-                eprintln!("{}: cannot start a worker process: {e}", self.tool);
+                crate::show!("cannot start a worker process: {e}");
                 return;
             }
         };
@@ -339,15 +344,14 @@ impl Pool<'_, '_> {
             }
         }
         if retried > 0 {
-            eprintln!(
-                "{}: worker process {} {}; {} file(s) retried on another worker",
-                self.tool,
+            crate::show!(
+                "worker process {} {}; {} file(s) retried on another worker",
                 w.child.id(),
                 why,
                 retried
             );
         } else {
-            eprintln!("{}: worker process {} {}", self.tool, w.child.id(), why);
+            crate::show!("worker process {} {}", w.child.id(), why);
         }
         if !self.queue.is_empty() {
             self.spawn();

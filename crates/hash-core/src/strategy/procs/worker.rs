@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::wire::{read_request, write_response, Request};
-use super::{ANSWER_AT_ONCE, MAX_BATCH};
-use crate::hasher::{hash, hash_file, new_buffer, Hashing, NEVER};
+use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_MMAP_ENV};
+use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
 
 /// Test hooks (read by workers only, compiled into debug builds only, which
@@ -44,7 +44,9 @@ pub fn worker_main() -> ExitCode {
     };
     let mut input = BufReader::new(File::from(input));
     let mut output = BufWriter::new(File::from(output));
-    let _hashing = Hashing::start(1);
+    let mmap = std::env::var_os(WORKER_MMAP_ENV).is_none_or(|v| v != "0");
+    let reading = Reading::new(ReadPolicy { mmap });
+    let _hashing = reading.hashing();
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
@@ -67,7 +69,7 @@ pub fn worker_main() -> ExitCode {
                 std::process::abort();
             }
         }
-        let outcome = dirs.hash(&req, &mut buf);
+        let outcome = dirs.hash(&req, &reading, &mut buf);
         if write_response(&mut output, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
@@ -99,10 +101,10 @@ struct LastDir {
 }
 
 impl LastDir {
-    fn hash(&mut self, req: &Request, buf: &mut [u8]) -> Outcome {
+    fn hash(&mut self, req: &Request, reading: &Reading, buf: &mut [u8]) -> Outcome {
         let parent = match req.path.parent() {
             Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
-            _ => return hash_file(&req.path, req.follow, buf),
+            _ => return hash(&hasher::Request::new(&req.path, req.follow, reading), buf),
         };
         if self.fd.is_none() || self.path != parent {
             use rustix::fs::{open, Mode, OFlags};
@@ -116,6 +118,6 @@ impl LastDir {
             dir: self.fd.clone(),
             ..Job::new(req.path.clone(), 0, false)
         };
-        hash(&job.request(&NEVER, None), buf)
+        hash(&job.request(reading, None), buf)
     }
 }

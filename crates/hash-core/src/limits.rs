@@ -1,0 +1,32 @@
+//! Process-wide settings a binary opts in to at start-up.
+//!
+//! Nothing else in the library changes process state: a signal handler or a
+//! resource limit belongs to the whole process, so only the program that owns
+//! the process may decide on them. Each `hash-*` binary calls [`opt_in`]
+//! first thing in `main`; a program that embeds the library and does not
+//! gets the same digests, reading every file instead of mapping it, with
+//! fewer directory descriptors kept by the walk.
+
+/// What the `hash-*` binaries set up before anything else runs:
+/// - the soft limit on open files is raised to the hard limit (the usual soft
+///   1024 is a leftover of `select`; the walk keeps up to half of it as open
+///   directories, so files are opened relative to their parent);
+/// - the `SIGBUS` handler that makes hashing through memory-mapped windows
+///   safe against files truncated under the mapping
+///   ([`crate::mapped::catch_sigbus`]).
+pub fn opt_in() {
+    raise_open_file_limit();
+    crate::mapped::catch_sigbus();
+}
+
+/// Raise the soft limit on open files to the hard one; a failure leaves it.
+pub fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    if let (Some(cur), Some(max)) = (lim.current, lim.maximum) {
+        if cur < max {
+            lim.current = Some(max);
+            let _ = setrlimit(Resource::Nofile, lim);
+        }
+    }
+}
