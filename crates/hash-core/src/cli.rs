@@ -321,6 +321,31 @@ mod tests {
         assert_eq!(c.paths, [PathBuf::from("d"), PathBuf::from("e")]);
     }
 
+    #[test]
+    fn the_engine_carries_every_engine_option_into_every_mode() {
+        let parse = |args: &[&str]| {
+            let m = command("hash-async", Strategy::Async)
+                .try_get_matches_from(args)
+                .unwrap();
+            config(Strategy::Async, &m).unwrap()
+        };
+        for mode in [&["m"][..], &["-c", "m"], &["--files-from", "l"]] {
+            let mut args = vec!["x", "--io", "pool", "-j", "3", "--no-mmap"];
+            args.extend(mode);
+            let c = parse(&args);
+            let engine = format!("{:?}", c.engine);
+            assert!(
+                engine.contains("Async { workers: 3, io: Pool }"),
+                "{engine}"
+            );
+            assert!(!c.engine.read_policy().mmap, "{mode:?}");
+            let c = parse(&[&["x"][..], mode].concat());
+            let engine = format!("{:?}", c.engine);
+            assert!(engine.contains("io: Auto"), "{engine}");
+            assert!(c.engine.read_policy().mmap, "{mode:?}");
+        }
+    }
+
     fn threads_config(args: &[&str]) -> Config {
         let m = command("hash-threads", Strategy::Threads)
             .try_get_matches_from(args)

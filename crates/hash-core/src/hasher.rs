@@ -151,40 +151,27 @@ const BUF_ALLOC: usize = 2 * 1024 * 1024;
 /// back slower). A 2 MiB-aligned allocation advised with `MADV_HUGEPAGE` ran at
 /// ~5 GiB/s every time, so every worker gets one of those (2 MiB each).
 pub struct ReadBuf {
-    page: Box<HugePage>,
+    /// An anonymous mapping of two huge pages' worth, so that one whole
+    /// 2 MiB-aligned huge page lies inside it whatever address it got.
+    map: memmap2::MmapMut,
+    /// Offset of that aligned page in `map`.
+    start: usize,
 }
 
-/// One huge page of bytes, aligned to its size.
-#[repr(C, align(2097152))]
-struct HugePage([u8; BUF_ALLOC]);
-
-const _: () = assert!(std::mem::align_of::<HugePage>() == BUF_ALLOC);
-
 impl ReadBuf {
-    /// Allocate a buffer (zeroed).
+    /// Allocate a buffer (zeroed, as every anonymous mapping is).
     pub fn new() -> ReadBuf {
-        // Not `Box::new`: that may build the 2 MiB on the stack first.
-        let layout = std::alloc::Layout::new::<HugePage>();
-        // SAFETY: the layout has a non-zero size; a non-null result is a
-        // fresh allocation of exactly HugePage's layout (the one the Box
-        // frees it with), and all-zero bytes are a valid HugePage.
-        let mut page = unsafe {
-            let raw = std::alloc::alloc_zeroed(layout).cast::<HugePage>();
-            if raw.is_null() {
-                std::alloc::handle_alloc_error(layout)
-            }
-            Box::from_raw(raw)
-        };
-        // SAFETY: the page's BUF_ALLOC bytes are our allocation, 2 MiB-aligned;
-        // madvise only changes how the kernel backs it, and failing is harmless.
-        let _ = unsafe {
-            rustix::mm::madvise(
-                page.0.as_mut_ptr().cast(),
-                BUF_ALLOC,
-                rustix::mm::Advice::LinuxHugepage,
-            )
-        };
-        ReadBuf { page }
+        let map = memmap2::MmapOptions::new()
+            .len(2 * BUF_ALLOC)
+            .map_anon()
+            .unwrap_or_else(|_| {
+                // What a failed allocation does anywhere else.
+                std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; BUF_ALLOC]>())
+            });
+        let start = (BUF_ALLOC - map.as_ptr() as usize % BUF_ALLOC) % BUF_ALLOC;
+        // Failing only costs speed: it is advice.
+        let _ = map.advise_range(memmap2::Advice::HugePage, start, BUF_ALLOC);
+        ReadBuf { map, start }
     }
 }
 
@@ -203,13 +190,13 @@ impl Default for ReadBuf {
 impl std::ops::Deref for ReadBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.page.0[..READ_BUF_SIZE]
+        &self.map[self.start..self.start + READ_BUF_SIZE]
     }
 }
 
 impl std::ops::DerefMut for ReadBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.page.0[..READ_BUF_SIZE]
+        &mut self.map[self.start..self.start + READ_BUF_SIZE]
     }
 }
 
@@ -690,6 +677,18 @@ mod tests {
             READ_BUF_SIZE + 2 * mib2 + 1,
             3 * mib2 - 1,
         ]
+    }
+
+    #[test]
+    fn a_read_buffer_is_zeroed_and_starts_a_huge_page() {
+        for _ in 0..4 {
+            let mut buf = new_buffer();
+            assert_eq!(buf.len(), READ_BUF_SIZE);
+            assert_eq!(buf.as_ptr() as usize % (2 << 20), 0, "2 MiB-aligned");
+            assert!(buf.iter().all(|&b| b == 0));
+            buf.fill(7); // writable to the end
+            assert_eq!(buf[READ_BUF_SIZE - 1], 7);
+        }
     }
 
     #[test]

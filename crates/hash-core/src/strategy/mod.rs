@@ -469,6 +469,33 @@ mod tests {
     }
 
     #[test]
+    fn each_strategy_builds_a_runner_of_itself_with_its_own_options() {
+        // Written out, not read from the definitions under test.
+        let options = [
+            (Strategy::Serial, false, false),
+            (Strategy::Threads, true, false),
+            (Strategy::Procs, true, false),
+            (Strategy::Async, true, true),
+        ];
+        for (s, jobs, io) in options {
+            assert_eq!(s.is_parallel(), jobs, "{s:?} -j");
+            assert_eq!(s.has_io_option(), io, "{s:?} --io");
+            let cmd = (s.def().args)(clap::Command::new("x"));
+            let args: &[&str] = if jobs { &["x", "-j", "5"] } else { &["x"] };
+            let m = cmd.try_get_matches_from(args).unwrap();
+            let runner = (s.def().runner)(&m).unwrap();
+            assert_eq!(runner.strategy(), s);
+            let workers = if jobs { 5 } else { 1 };
+            assert_eq!(runner.workers(100), workers, "{s:?}");
+            assert_eq!(
+                runner.workers(2),
+                workers.min(2),
+                "{s:?}: capped by the files"
+            );
+        }
+    }
+
+    #[test]
     fn largest_first_is_stable_for_ties() {
         let files = [job(1), job(5), job(1), job(9)];
         assert_eq!(largest_first(&files), [3, 1, 0, 2]);

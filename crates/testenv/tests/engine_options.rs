@@ -1,0 +1,126 @@
+//! Every mode runs the engine the command line built: an option given to a
+//! binary holds in hash mode, check mode and `--files-from` alike. What the
+//! process really did is read off `strace` (the system calls are the
+//! independent witness), so these tests skip, saying why, where `strace`
+//! cannot trace (not installed, or ptrace refused).
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Command;
+
+use testenv::{binary, pattern, run};
+
+/// The system calls `args` makes when `bin` runs them under `strace -f`,
+/// one per line, only those in `calls`; `None` when strace cannot run here.
+fn traced(bin: &str, args: &[&OsStr], calls: &str) -> Option<(String, i32)> {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", &format!("trace={calls}"), "-o"])
+        .arg(log.path())
+        .arg(binary(bin))
+        .args(args);
+    let out = match testenv::try_run(&mut cmd) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: strace cannot be run here ({e})");
+            return None;
+        }
+    };
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    if text.is_empty() && !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        eprintln!("skipped: strace could not trace ({})", why.trim());
+        return None;
+    }
+    Some((text, out.status.code().unwrap_or(-1)))
+}
+
+/// A tree of one 3 MiB file (large enough to be mapped) and a manifest of
+/// it written by `sha256sum` (an independent source of the digest).
+fn tree_with_manifest(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("big");
+    std::fs::write(&file, pattern(3 << 20)).unwrap();
+    let out = run(Command::new("sha256sum").arg(&file));
+    assert!(out.status.success(), "sha256sum failed");
+    let manifest = dir.join("SUMS");
+    std::fs::write(&manifest, &out.stdout).unwrap();
+    manifest
+}
+
+/// Whether io_uring works here at all, asked of the kernel directly.
+fn io_uring_works() -> bool {
+    testenv::io_uring_usable().is_ok()
+}
+
+#[test]
+fn io_pool_makes_no_io_uring_call_in_any_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = tree_with_manifest(dir.path());
+    let list = dir.path().join("list");
+    std::fs::write(&list, format!("{}\n", dir.path().join("big").display())).unwrap();
+    let modes: [Vec<&OsStr>; 3] = [
+        vec![dir.path().as_os_str()],
+        vec![OsStr::new("-c"), manifest.as_os_str()],
+        vec![OsStr::new("--files-from"), list.as_os_str()],
+    ];
+    for mode in &modes {
+        let mut args = vec![OsStr::new("--io"), OsStr::new("pool")];
+        args.extend(mode);
+        let Some((calls, code)) = traced("hash-async", &args, "io_uring_setup") else {
+            return;
+        };
+        assert_eq!(code, 0, "{mode:?}");
+        assert!(
+            !calls.contains("io_uring_setup"),
+            "{mode:?} with --io pool set up io_uring:\n{calls}"
+        );
+        // The witness can see io_uring when it is used: without --io pool
+        // the same mode sets a ring up (where the kernel allows it).
+        if io_uring_works() {
+            let (calls, _) = traced("hash-async", mode, "io_uring_setup").unwrap();
+            assert!(
+                calls.contains("io_uring_setup"),
+                "{mode:?}: the default --io auto used no io_uring, so this test could not fail"
+            );
+        }
+    }
+}
+
+/// `mmap` calls of hashed windows: private read-only mappings filled at once
+/// (`MAP_POPULATE`). The loader's and allocator's maps are not populated, and
+/// io_uring's rings are shared and writable.
+fn window_maps(calls: &str) -> usize {
+    let window = "PROT_READ, MAP_PRIVATE|MAP_POPULATE,";
+    calls.lines().filter(|l| l.contains(window)).count()
+}
+
+#[test]
+fn no_mmap_reads_every_file_in_every_binary_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = tree_with_manifest(dir.path());
+    let tree = [dir.path().join("big").into_os_string()];
+    let check = [OsStr::new("-c").to_owned(), manifest.into_os_string()];
+    for bin in ["hash-serial", "hash-threads", "hash-procs", "hash-async"] {
+        for mode in [&tree[..], &check[..]] {
+            let mode: Vec<&OsStr> = mode.iter().map(|a| a.as_os_str()).collect();
+            let Some((calls, code)) = traced(bin, &mode, "mmap") else {
+                return;
+            };
+            assert_eq!(code, 0, "{bin} {mode:?}");
+            // Warm and 3 MiB: mapped by default, so the test can fail.
+            assert!(
+                window_maps(&calls) > 0,
+                "{bin} {mode:?} mapped no window by default:\n{calls}"
+            );
+            let mut args = vec![OsStr::new("--no-mmap")];
+            args.extend(&mode);
+            let (calls, code) = traced(bin, &args, "mmap").unwrap();
+            assert_eq!(code, 0, "{bin} --no-mmap {mode:?}");
+            assert_eq!(
+                window_maps(&calls),
+                0,
+                "{bin} --no-mmap {mode:?} mapped a window:\n{calls}"
+            );
+        }
+    }
+}
