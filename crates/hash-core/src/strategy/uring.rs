@@ -92,6 +92,19 @@ struct Slot {
     buf: Box<[u8]>,
 }
 
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            job: 0,
+            name: CString::default(),
+            fd: None,
+            size: 0,
+            run: Running::default(),
+            buf: vec![0; BLOCK].into_boxed_slice(),
+        }
+    }
+}
+
 /// A ring's slots. Their names and buffers are the kernel's while requests
 /// on them are in flight, so if the thread unwinds (a bug: see
 /// `queue::guard`) they are leaked, never freed under the kernel.
@@ -128,185 +141,216 @@ fn tag(slot: usize, open: bool) -> u64 {
 fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, nslots: usize) {
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
-    let mut ring = match IoUring::new((2 * nslots) as u32) {
+    let ring = match IoUring::new((2 * nslots) as u32) {
         Ok(ring) => ring,
         Err(_) => {
             // `available` said yes a moment ago (say, memory for the ring
             // ran out): hash this thread's share the blocking way.
-            let mut buf = new_buffer();
-            while let Some(i) = queue.next() {
-                let outcome = hash(&queue.files[i].request(queue.reading, None), &mut buf);
-                batch.push((i, outcome));
-            }
+            hash_rest_blocking(queue, batch, &mut new_buffer());
             let _ = tx.send(std::mem::take(batch));
             return;
         }
     };
-    let mut slots: Slots = Slots(
-        (0..nslots)
-            .map(|_| Slot {
-                job: 0,
-                name: CString::default(),
-                fd: None,
-                size: 0,
-                run: Running::default(),
-                buf: vec![0; BLOCK].into_boxed_slice(),
-            })
-            .collect(),
-    );
-    let mut free: Vec<usize> = (0..nslots).rev().collect();
-    let mut in_flight = 0usize;
-    let mut draining = false;
+    let mut ring = Ring {
+        queue,
+        tx,
+        ring,
+        slots: Slots((0..nslots).map(|_| Slot::new()).collect()),
+        free: (0..nslots).rev().collect(),
+        in_flight: 0,
+        draining: false,
+        plain_buf: None,
+        limit: 2,
+    };
     let mut done = Vec::new();
-    let mut plain_buf = None;
-    let mut limit = 2usize;
     loop {
-        // Give free slots a file, up to `limit` in flight: sizes are not
-        // known before the open, and a ring that filled all its slots at
-        // once could claim every large file of a tree and hash them alone
-        // while the other rings idle. Small files raise the limit, a large
-        // one (hashed right here) lowers it again.
-        loop {
-            if draining || in_flight >= limit {
-                break;
-            }
-            let Some(&s) = free.last() else { break };
-            let Some(i) = queue.next() else { break };
-            let job = &queue.files[i];
-            test_hook(job);
-            let dir = job.dir.as_ref().map(|d| d.0.as_raw_fd());
-            let name = match (dir, job.path.file_name()) {
-                (Some(_), Some(name)) if !job.follow => name.as_bytes(),
-                _ => job.path.as_os_str().as_bytes(),
-            };
-            let Ok(name) = CString::new(name) else {
-                unreachable!("paths from the walk have no NUL")
-            };
-            if job.follow || job.path.file_name().is_none() {
-                // Roots, manifest entries, `-L`: the blocking path looks before
-                // it opens, which a queued `openat` cannot.
-                let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                batch.push((i, hash(&job.request(queue.reading, None), buf)));
-                if batch.len() >= BATCH || in_flight == 0 {
-                    // Deliver what is done (`| head` should not wait for the
-                    // thread's whole share of command-line files).
-                    if tx
-                        .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
-                        .is_err()
-                    {
-                        draining = true;
-                    }
-                }
-                continue;
-            }
-            free.pop();
-            let slot = &mut slots[s];
-            slot.job = i;
-            slot.name = name;
-            slot.size = 0; // until the open says (a FIFO must not leave the last size)
-            let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-            let open =
-                opcode::OpenAt::new(types::Fd(dir.unwrap_or(libc::AT_FDCWD)), slot.name.as_ptr())
-                    .flags(flags)
-                    .build()
-                    .user_data(tag(s, true));
-            // SAFETY: the path the request points at lives in the slot until
-            // the request completes; the queue has room for every slot.
-            unsafe {
-                ring.submission()
-                    .push(&open)
-                    .expect("a free entry per slot")
-            };
-            in_flight += 1;
+        ring.start_files(batch);
+        let flush = batch.len() >= BATCH || (ring.in_flight == 0 && !batch.is_empty());
+        if flush {
+            ring.send(batch);
         }
-        let flush = batch.len() >= BATCH || (in_flight == 0 && !batch.is_empty());
-        if flush
-            && tx
-                .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
-                .is_err()
-        {
-            draining = true;
-        }
-        if in_flight == 0 {
+        if ring.in_flight == 0 {
             return;
         }
-        if let Err(e) = ring.submit_and_wait(1) {
+        if let Err(e) = ring.ring.submit_and_wait(1) {
             if e.raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
-            // The ring itself failed: no completion will come. Report what
-            // the slots held, never reading into their buffers again (they
-            // are leaked, as the kernel may still own them).
-            for s in (0..nslots).filter(|s| !free.contains(s)) {
-                batch.push((slots[s].job, Err(io::Error::other(e.to_string()).into())));
-            }
-            std::mem::forget(slots);
-            // The files nobody has taken yet are hashed the blocking way:
-            // the other rings may have ended already.
-            let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-            while let Some(i) = queue.next() {
-                batch.push((i, hash(&queue.files[i].request(queue.reading, None), buf)));
-            }
-            let _ = tx.send(std::mem::take(batch));
-            return;
+            return ring.fail(&e, batch);
         }
         done.clear();
-        done.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        done.extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
         for &(data, res) in &done {
-            let (s, open) = ((data >> 1) as usize, data & 1 == 1);
-            let slot = &mut slots[s];
-            let finished = if open {
-                let ok = res >= 0;
-                let outcome = opened(slot, res).or_else(|| {
-                    // A large file is hashed here, through mapped windows
-                    // with the kernel's readahead (see `crate::mapped`):
-                    // 64 KiB reads one at a time would crawl on cold data.
-                    (slot.size >= hasher::MAP_MIN).then(|| {
-                        let file = File::from(slot.fd.take().expect("open"));
-                        let opened = hasher::Opened {
-                            file,
-                            size: slot.size,
-                        };
-                        let buf = plain_buf.get_or_insert_with(hasher::Buffer::small);
-                        Ok(hasher::hash_opened(&opened, buf, queue.reading, None)?)
-                    })
-                });
-                if ok && slot.size >= hasher::MAP_MIN {
-                    limit = 2;
-                } else {
-                    limit = (limit + 1).min(nslots);
-                }
-                outcome
-            } else {
-                read(slot, res, queue.reading)
-            };
-            match finished {
-                Some(outcome) => {
-                    slot.fd = None; // close
-                    batch.push((slot.job, outcome));
-                    free.push(s);
-                    in_flight -= 1;
-                }
-                None => {
-                    let fd = slot.fd.as_ref().expect("open").as_raw_fd();
-                    let len = BLOCK as u32;
-                    let read = opcode::Read::new(types::Fd(fd), slot.buf.as_mut_ptr(), len)
-                        .offset(slot.run.size())
-                        .build()
-                        .user_data(tag(s, false));
-                    // SAFETY: the buffer belongs to the slot, which holds
-                    // nothing else until this read completes.
-                    unsafe {
-                        ring.submission()
-                            .push(&read)
-                            .expect("a free entry per slot")
-                    };
-                }
-            }
+            ring.completed((data >> 1) as usize, data & 1 == 1, res, batch);
         }
         if queue.reading.stopped() {
-            draining = true;
+            ring.draining = true;
         }
+    }
+}
+
+/// Hash every file nobody has taken yet, the blocking way, into `batch`.
+fn hash_rest_blocking(queue: &Queue<'_>, batch: &mut Batch, buf: &mut [u8]) {
+    while let Some(i) = queue.next() {
+        batch.push((i, hash(&queue.files[i].request(queue.reading, None), buf)));
+    }
+}
+
+/// One ring thread's state: the ring, its slots, and what is in flight.
+struct Ring<'q, 'e> {
+    queue: &'q Queue<'e>,
+    tx: &'q mpsc::Sender<Batch>,
+    ring: IoUring,
+    slots: Slots,
+    /// Slots holding no file.
+    free: Vec<usize>,
+    in_flight: usize,
+    /// Set once nobody wants results: take no new files, finish the rest.
+    draining: bool,
+    /// The buffer for files hashed the blocking way (made when first needed).
+    plain_buf: Option<hasher::Buffer>,
+    /// Files in flight at most, for now (see [`Ring::start_files`]).
+    limit: usize,
+}
+
+impl Ring<'_, '_> {
+    /// Deliver `batch` to the writer; a writer gone means: drain.
+    fn send(&mut self, batch: &mut Batch) {
+        let full = std::mem::replace(batch, Vec::with_capacity(BATCH));
+        if self.tx.send(full).is_err() {
+            self.draining = true;
+        }
+    }
+
+    /// Give free slots a file, up to `limit` in flight: sizes are not known
+    /// before the open, and a ring that filled all its slots at once could
+    /// claim every large file of a tree and hash them alone while the other
+    /// rings idle. Small files raise the limit, a large one (hashed right
+    /// here) lowers it again.
+    fn start_files(&mut self, batch: &mut Batch) {
+        while !self.draining && self.in_flight < self.limit {
+            let Some(&s) = self.free.last() else { break };
+            let Some(i) = self.queue.next() else { break };
+            let job = &self.queue.files[i];
+            test_hook(job);
+            if job.follow || job.path.file_name().is_none() {
+                // Roots, manifest entries, `-L`: the blocking path looks before
+                // it opens, which a queued `openat` cannot.
+                let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
+                batch.push((i, hash(&job.request(self.queue.reading, None), buf)));
+                if batch.len() >= BATCH || self.in_flight == 0 {
+                    // Deliver what is done (`| head` should not wait for the
+                    // thread's whole share of command-line files).
+                    self.send(batch);
+                }
+                continue;
+            }
+            self.free.pop();
+            self.open(s, i);
+        }
+    }
+
+    /// Queue the `openat` of job `i` in slot `s`, relative to its directory.
+    fn open(&mut self, s: usize, i: usize) {
+        let job = &self.queue.files[i];
+        let dir = job.dir.as_ref().map(|d| d.0.as_raw_fd());
+        let name = match (dir, job.path.file_name()) {
+            (Some(_), Some(name)) => name.as_bytes(),
+            _ => job.path.as_os_str().as_bytes(),
+        };
+        let Ok(name) = CString::new(name) else {
+            unreachable!("paths from the walk have no NUL")
+        };
+        let slot = &mut self.slots[s];
+        slot.job = i;
+        slot.name = name;
+        slot.size = 0; // until the open says (a FIFO must not leave the last size)
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let open =
+            opcode::OpenAt::new(types::Fd(dir.unwrap_or(libc::AT_FDCWD)), slot.name.as_ptr())
+                .flags(flags)
+                .build()
+                .user_data(tag(s, true));
+        // SAFETY: the path the request points at lives in the slot until
+        // the request completes; the queue has room for every slot.
+        unsafe {
+            self.ring
+                .submission()
+                .push(&open)
+                .expect("a free entry per slot")
+        };
+        self.in_flight += 1;
+    }
+
+    /// The request of slot `s` (its open, or a read) completed with `res`.
+    fn completed(&mut self, s: usize, open: bool, res: i32, batch: &mut Batch) {
+        let finished = if open {
+            self.open_completed(s, res)
+        } else {
+            read(&mut self.slots[s], res, self.queue.reading)
+        };
+        let slot = &mut self.slots[s];
+        let Some(outcome) = finished else {
+            let fd = slot.fd.as_ref().expect("open").as_raw_fd();
+            let read = opcode::Read::new(types::Fd(fd), slot.buf.as_mut_ptr(), BLOCK as u32)
+                .offset(slot.run.size())
+                .build()
+                .user_data(tag(s, false));
+            // SAFETY: the buffer belongs to the slot, which holds
+            // nothing else until this read completes.
+            unsafe {
+                self.ring
+                    .submission()
+                    .push(&read)
+                    .expect("a free entry per slot")
+            };
+            return;
+        };
+        slot.fd = None; // close
+        batch.push((slot.job, outcome));
+        self.free.push(s);
+        self.in_flight -= 1;
+    }
+
+    /// The open of slot `s` completed: `Some` when the file is done with (an
+    /// error, or a large file hashed here), `None` when its first read is due.
+    fn open_completed(&mut self, s: usize, res: i32) -> Option<Outcome> {
+        let slot = &mut self.slots[s];
+        let outcome = opened(slot, res).or_else(|| {
+            // A large file is hashed here, through mapped windows
+            // with the kernel's readahead (see `crate::mapped`):
+            // 64 KiB reads one at a time would crawl on cold data.
+            (slot.size >= hasher::MAP_MIN).then(|| {
+                let file = File::from(slot.fd.take().expect("open"));
+                let opened = hasher::Opened {
+                    file,
+                    size: slot.size,
+                };
+                let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
+                Ok(hasher::hash_opened(&opened, buf, self.queue.reading, None)?)
+            })
+        });
+        if res >= 0 && slot.size >= hasher::MAP_MIN {
+            self.limit = 2;
+        } else {
+            self.limit = (self.limit + 1).min(self.slots.len());
+        }
+        outcome
+    }
+
+    /// The ring itself failed: no completion will come. Report what the
+    /// slots held, never reading into their buffers again (they are leaked,
+    /// as the kernel may still own them), and hash the files nobody has
+    /// taken yet the blocking way: the other rings may have ended already.
+    fn fail(mut self, e: &io::Error, batch: &mut Batch) {
+        for s in (0..self.slots.len()).filter(|s| !self.free.contains(s)) {
+            let job = self.slots[s].job;
+            batch.push((job, Err(io::Error::other(e.to_string()).into())));
+        }
+        std::mem::forget(std::mem::take(&mut self.slots.0));
+        let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
+        hash_rest_blocking(self.queue, batch, buf);
+        let _ = self.tx.send(std::mem::take(batch));
     }
 }
 
