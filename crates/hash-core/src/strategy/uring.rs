@@ -214,6 +214,22 @@ struct Ring<'q, 'e> {
 }
 
 impl Ring<'_, '_> {
+    /// Queue a request made by [`Ring::open`] or [`Ring::completed`]: an
+    /// `openat` of a slot's name, or a `read` into a slot's buffer.
+    fn push(&mut self, entry: &io_uring::squeue::Entry) {
+        // SAFETY: the request points only at its slot's name or buffer,
+        // which the slot keeps, untouched, until the request completes: a
+        // slot is reused only after its completion, and slots are leaked,
+        // never freed, if the thread unwinds or the ring fails (`Slots`,
+        // `Ring::fail`). The queue has an entry for every slot.
+        unsafe {
+            self.ring
+                .submission()
+                .push(entry)
+                .expect("a free entry per slot")
+        };
+    }
+
     /// Deliver `batch` to the writer; a writer gone means: drain.
     fn send(&mut self, batch: &mut Batch) {
         let full = std::mem::replace(batch, Vec::with_capacity(BATCH));
@@ -271,14 +287,7 @@ impl Ring<'_, '_> {
                 .flags(flags)
                 .build()
                 .user_data(tag(s, true));
-        // SAFETY: the path the request points at lives in the slot until
-        // the request completes; the queue has room for every slot.
-        unsafe {
-            self.ring
-                .submission()
-                .push(&open)
-                .expect("a free entry per slot")
-        };
+        self.push(&open);
         self.in_flight += 1;
     }
 
@@ -296,14 +305,7 @@ impl Ring<'_, '_> {
                 .offset(slot.run.size())
                 .build()
                 .user_data(tag(s, false));
-            // SAFETY: the buffer belongs to the slot, which holds
-            // nothing else until this read completes.
-            unsafe {
-                self.ring
-                    .submission()
-                    .push(&read)
-                    .expect("a free entry per slot")
-            };
+            self.push(&read);
             return;
         };
         slot.fd = None; // close
