@@ -159,31 +159,20 @@ pub struct ReadBuf {
 }
 
 impl ReadBuf {
-    /// Allocate a buffer (zeroed, as every anonymous mapping is).
-    pub fn new() -> ReadBuf {
-        let map = memmap2::MmapOptions::new()
-            .len(2 * BUF_ALLOC)
-            .map_anon()
-            .unwrap_or_else(|_| {
-                // What a failed allocation does anywhere else.
-                std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; BUF_ALLOC]>())
-            });
+    /// Allocate a buffer (zeroed, as every anonymous mapping is); fails
+    /// when the address space is exhausted (a low `ulimit -v`).
+    pub fn new() -> io::Result<ReadBuf> {
+        let map = memmap2::MmapOptions::new().len(2 * BUF_ALLOC).map_anon()?;
         let start = (BUF_ALLOC - map.as_ptr() as usize % BUF_ALLOC) % BUF_ALLOC;
         // Failing only costs speed: it is advice.
         let _ = map.advise_range(memmap2::Advice::HugePage, start, BUF_ALLOC);
-        ReadBuf { map, start }
+        Ok(ReadBuf { map, start })
     }
 }
 
 impl std::fmt::Debug for ReadBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadBuf").finish_non_exhaustive()
-    }
-}
-
-impl Default for ReadBuf {
-    fn default() -> Self {
-        ReadBuf::new()
     }
 }
 
@@ -200,9 +189,11 @@ impl std::ops::DerefMut for ReadBuf {
     }
 }
 
-/// A fresh read buffer of [`READ_BUF_SIZE`] bytes.
-pub fn new_buffer() -> ReadBuf {
-    ReadBuf::new()
+/// A fresh read buffer of a hashing worker: a [`ReadBuf`], or a small one
+/// where no address space is left for it (a low `ulimit -v`): slower, never
+/// wrong.
+pub fn new_buffer() -> Buffer {
+    ReadBuf::new().map_or_else(|_| Buffer::small(), Buffer::Huge)
 }
 
 /// Size of the buffer of a reader added only to keep more reads in flight
@@ -682,7 +673,7 @@ mod tests {
     #[test]
     fn a_read_buffer_is_zeroed_and_starts_a_huge_page() {
         for _ in 0..4 {
-            let mut buf = new_buffer();
+            let mut buf = ReadBuf::new().unwrap();
             assert_eq!(buf.len(), READ_BUF_SIZE);
             assert_eq!(buf.as_ptr() as usize % (2 << 20), 0, "2 MiB-aligned");
             assert!(buf.iter().all(|&b| b == 0));

@@ -80,14 +80,17 @@ impl Progress {
         };
         let mut p = Progress::on(target, terminal, (files_total, bytes_total), reading);
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
-        p.ticker = Some(std::thread::spawn(move || {
+        // Without a thread (none could start) the line is drawn at the end only.
+        let ticker = std::thread::Builder::new().stack_size(256 * 1024);
+        let spawned = ticker.spawn(move || {
             while !counts.stop.load(Ordering::Relaxed) {
                 std::thread::park_timeout(TICK);
                 if !counts.stop.load(Ordering::Relaxed) {
                     bar.set_position(counts.bytes()); // and draw
                 }
             }
-        }));
+        });
+        p.ticker = spawned.ok();
         p
     }
 

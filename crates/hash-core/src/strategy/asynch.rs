@@ -32,8 +32,8 @@ use tokio::sync::mpsc;
 use super::queue::{lost, test_hook};
 use super::threads::MAX_READERS;
 use super::{
-    clamp_workers, largest_first, no_helper, uring, Def, Job, JobsArgs, Outcome, Ran, Runner, Sink,
-    Strategy,
+    clamp_workers, fewer_threads, largest_first, no_helper, uring, Def, Job, JobsArgs, Outcome,
+    Ran, Runner, Sink, Strategy, THREAD_STACK,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
 
@@ -137,13 +137,20 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
     // thread competing for the cores; the blocking pool does the hashing.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(MAX_READERS)
-        .build()
-        .expect("cannot start the tokio runtime");
+        .thread_stack_size(THREAD_STACK)
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            fewer_threads(0, workers, "tokio threads", &e);
+            super::serial::Serial.run(files, reading, sink);
+            return;
+        }
+    };
     let files: Arc<[Job]> = files.into();
     // Hashing workers' buffers; extra readers get small ones (see threads).
-    let bufs: Arc<Mutex<Vec<Buffer>>> = Arc::new(Mutex::new(
-        (0..workers).map(|_| Buffer::Huge(new_buffer())).collect(),
-    ));
+    let bufs: Arc<Mutex<Vec<Buffer>>> =
+        Arc::new(Mutex::new((0..workers).map(|_| new_buffer()).collect()));
     let order: Arc<[usize]> = largest_first(&files).into();
     let cursor = Arc::new(AtomicUsize::new(0));
     let stopped = runtime.block_on(async {

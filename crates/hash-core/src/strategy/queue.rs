@@ -93,6 +93,18 @@ pub(super) fn collect(queue: &Queue<'_>, rx: &mpsc::Receiver<Batch>, sink: &mut 
     }
 }
 
+/// Hash every file left in `queue` on the calling thread, straight into
+/// `sink`: what a pool does when not one of its threads could start.
+pub(super) fn hash_here(queue: &Queue<'_>, sink: &mut Sink<'_>) {
+    let mut buf = crate::hasher::Buffer::small();
+    while let Some(i) = queue.next() {
+        let outcome = crate::hasher::hash(&queue.files[i].request(queue.reading, None), &mut buf);
+        if sink(i, outcome).is_break() {
+            queue.reading.stop();
+        }
+    }
+}
+
 /// The error of a file whose worker died before reporting it.
 pub(super) fn lost() -> ErrorKind {
     io::Error::other("not hashed: a hashing thread panicked").into()

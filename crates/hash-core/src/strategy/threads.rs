@@ -18,8 +18,11 @@ use std::thread::{self, Scope};
 
 use std::sync::Arc;
 
-use super::queue::{collect, guard, test_hook, Batch, Queue};
-use super::{clamp_workers, no_helper, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
+use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
+use super::{
+    clamp_workers, fewer_threads, no_helper, thread_builder, Def, Job, JobsArgs, Ran, Runner, Sink,
+    Strategy,
+};
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
 
 /// `hash-threads`: `-j` threads.
@@ -81,13 +84,21 @@ fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     let queue = Queue::new(files, reading);
     let readers = AtomicUsize::new(workers);
     thread::scope(|scope| {
-        for _ in 0..workers {
+        for started in 0..workers {
             let (queue, readers, tx) = (&queue, &readers, tx.clone());
-            scope.spawn(move || {
+            let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
-                    work(queue, readers, tx, batch, scope, Buffer::Huge(new_buffer()));
+                    work(queue, readers, tx, batch, scope, new_buffer());
                 });
             });
+            if let Err(e) = spawned {
+                fewer_threads(started, workers, "hashing threads", &e);
+                readers.fetch_sub(workers - started, Ordering::Relaxed);
+                if started == 0 {
+                    return hash_here(queue, sink);
+                }
+                break;
+            }
         }
         // The workers hold the only senders now (see `queue`).
         drop(tx);
@@ -111,7 +122,7 @@ fn work<'s, 'e>(
         let n = readers.fetch_add(1, Ordering::Relaxed);
         if n < MAX_READERS && queue.has_more() {
             let tx = tx.clone();
-            let spawned = thread::Builder::new().spawn_scoped(scope, move || {
+            let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
                     work(queue, readers, tx, batch, scope, Buffer::small());
                 });

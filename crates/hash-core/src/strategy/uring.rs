@@ -31,9 +31,9 @@ use std::thread;
 
 use io_uring::{opcode, types, IoUring};
 
-use super::queue::{collect, guard, test_hook, Batch, Queue};
+use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
 use super::threads::MAX_READERS;
-use super::{Job, Outcome, Sink};
+use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, Reading, Running};
 
@@ -71,9 +71,16 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
     let queue = Queue::new(files, reading);
     let slots = (MAX_READERS / workers).max(4);
     thread::scope(|scope| {
-        for _ in 0..workers {
+        for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
-            scope.spawn(move || guard(tx, |tx, batch| ring_thread(queue, tx, batch, slots)));
+            let ring = move || guard(tx, |tx, batch| ring_thread(queue, tx, batch, slots));
+            if let Err(e) = thread_builder().spawn_scoped(scope, ring) {
+                fewer_threads(started, workers, "io_uring threads", &e);
+                if started == 0 {
+                    return hash_here(&queue, sink);
+                }
+                break;
+            }
         }
         // The ring threads hold the only senders now (see `queue`).
         drop(tx);

@@ -12,7 +12,6 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::thread;
 
 use super::wire::{read_response, write_request};
 use super::{
@@ -111,8 +110,13 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
     if pool.sized {
         pool.sizes = files.iter().map(|j| Some(j.size)).collect();
     }
-    for _ in 0..workers {
-        pool.spawn();
+    for started in 0..workers {
+        if let Err(e) = pool.spawn() {
+            // The event loop reports the files if not one could start.
+            let what = "worker processes";
+            crate::strategy::fewer_threads(started, workers, what, &e);
+            break;
+        }
     }
     pool.feed_all();
     let flow = pool.event_loop(&rx);
@@ -187,9 +191,10 @@ impl Pool<'_, '_> {
         (self.sink)(id as usize, outcome)
     }
 
-    fn spawn(&mut self) {
+    /// Start one more worker; `Err` says why none could be started.
+    fn spawn(&mut self) -> std::io::Result<()> {
         if self.spawns_left == 0 {
-            return;
+            return Err(std::io::Error::other("too many workers died"));
         }
         self.spawns_left -= 1;
         let parent = std::process::id();
@@ -200,33 +205,31 @@ impl Pool<'_, '_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         // SAFETY: between fork and exec only async-signal-safe calls are made
-        // (the prctl and getppid system calls; an error is an errno value),
-        // and no memory is allocated or locked.
+        // (the prctl, getppid and _exit system calls), and no memory is
+        // allocated or locked.
         unsafe {
             cmd.pre_exec(move || {
                 use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
-                set_parent_process_death_signal(Some(Signal::KILL))?;
-                // The parent may have died before the request took effect:
-                // the child ends here, before exec (std makes it exit 1).
-                if Pid::as_raw(getppid()) as u32 != parent {
-                    return Err(rustix::io::Errno::SRCH.into());
+                // If the request fails, or the parent died before it took
+                // effect (a signal during start-up), the child ends here,
+                // before exec, with `_exit`: returning an error would have
+                // std report it to a parent that may be gone, and abort
+                // (and dump core) when that write fails.
+                let doomed = set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+                    || Pid::as_raw(getppid()) as u32 != parent;
+                if doomed {
+                    libc::_exit(1);
                 }
                 Ok(())
             });
         }
-        let mut child = match cmd.spawn() {
-            Ok(child) => child,
-            Err(e) => {
-                crate::show!("cannot start a worker process: {e}");
-                return;
-            }
-        };
+        let mut child = cmd.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return;
+            unreachable!("both pipes were asked for");
         };
         let index = self.workers.len();
         let events = self.events.clone();
-        thread::spawn(move || {
+        let reader = crate::strategy::thread_builder().spawn(move || {
             let mut r = BufReader::with_capacity(64 * 1024, stdout);
             let mut answers = Vec::new();
             loop {
@@ -251,6 +254,12 @@ impl Pool<'_, '_> {
             }
             let _ = events.send(Event::Gone { worker: index });
         });
+        if let Err(e) = reader {
+            // Without a reader nobody would hear this worker: end it.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
         self.workers.push(Some(Worker {
             child,
             stdin: Some(BufWriter::new(stdin)),
@@ -258,6 +267,7 @@ impl Pool<'_, '_> {
             in_flight_bytes: 0,
             small: false,
         }));
+        Ok(())
     }
 
     /// Top up one worker (see the module doc); close its input when the queue
@@ -354,7 +364,9 @@ impl Pool<'_, '_> {
             crate::show!("worker process {} {}", w.child.id(), why);
         }
         if !self.queue.is_empty() {
-            self.spawn();
+            if let Err(e) = self.spawn() {
+                crate::show!("cannot start a worker process: {e}");
+            }
             self.feed_all();
         }
         ControlFlow::Continue(())
