@@ -77,7 +77,7 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
             if let Err(e) = thread_builder().spawn_scoped(scope, ring) {
                 fewer_threads(started, workers, "io_uring threads", &e);
                 if started == 0 {
-                    return hash_here(&queue, sink);
+                    return hash_here(queue, sink);
                 }
                 break;
             }
