@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -249,24 +249,79 @@ pub struct Opened {
 }
 
 /// Open `path` for hashing: non-blocking, regular files only, following a
-/// final symbolic link only when `follow` is set.
+/// final symbolic link only when `follow` is set. A path longer than the
+/// kernel resolves at once (`PATH_MAX`) is opened in its parent directory,
+/// which is opened one component at a time ([`open_dir`]).
 fn open_path(path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
+    match open_path_at(rustix::fs::CWD, path, follow) {
+        Err(ErrorKind::Io(e)) if e.raw_os_error() == Some(Errno::NAMETOOLONG.raw_os_error()) => {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                return Err(e.into());
+            };
+            let dir = open_dir(parent)?;
+            open_path_at(dir.as_fd(), Path::new(name), follow)
+        }
+        res => res,
+    }
+}
+
+/// [`open_path`] of `path` relative to `dir`.
+fn open_path_at(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
+    use rustix::fs::{statat, AtFlags, FileType};
     if follow {
         // A path that may lead anywhere (a root, a manifest entry, `-L`) is
         // looked at before it is opened: opening some devices has side effects.
         // The fstat below still catches a swap between the two calls.
-        refuse_non_regular(&std::fs::metadata(path)?)?;
+        let st = statat(dir, path, AtFlags::empty()).map_err(io::Error::from)?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => {}
+            // What `sha256sum` says of a directory.
+            FileType::Directory => return Err(io::Error::from(Errno::ISDIR).into()),
+            _ => return Err(ErrorKind::NotRegular),
+        }
     }
     let mut flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
-    match rustix::fs::open(path, flags, Mode::empty()) {
+    match rustix::fs::openat(dir, path, flags, Mode::empty()) {
         Ok(fd) => checked(File::from(fd)),
         // O_NOFOLLOW reports a symbolic link as ELOOP; the walk saw a regular
         // file here, so the honest reason is that the entry changed type.
         Err(Errno::LOOP) if !follow => Err(ErrorKind::NotRegular),
         Err(e) => Err(io::Error::from(e).into()),
+    }
+}
+
+/// Open the directory `path`, however long: a path the kernel refuses as
+/// too long (`ENAMETOOLONG`, over `PATH_MAX`) is opened one component at a
+/// time, each relative to the last, as the kernel would resolve it.
+pub fn open_dir(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{open, openat, CWD};
+    use std::path::Component;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    match open(path, flags, Mode::empty()) {
+        Err(Errno::NAMETOOLONG) => {}
+        res => return res.map_err(Into::into),
+    }
+    let mut dir: Option<std::os::fd::OwnedFd> = None;
+    for part in path.components() {
+        let name: &OsStr = match part {
+            Component::RootDir => "/".as_ref(),
+            Component::CurDir => continue,
+            Component::ParentDir => "..".as_ref(),
+            Component::Normal(name) => name,
+            Component::Prefix(_) => unreachable!("no prefixes on Unix"),
+        };
+        let next = match &dir {
+            Some(d) => openat(d, name, flags, Mode::empty()),
+            None => openat(CWD, name, flags, Mode::empty()),
+        };
+        dir = Some(next?);
+    }
+    match dir {
+        Some(dir) => Ok(dir),
+        None => Ok(open(".", flags, Mode::empty())?),
     }
 }
 
@@ -305,17 +360,6 @@ fn checked(file: File) -> Result<Opened, ErrorKind> {
         let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Sequential);
     }
     Ok(Opened { size, file })
-}
-
-fn refuse_non_regular(meta: &std::fs::Metadata) -> Result<(), ErrorKind> {
-    if meta.is_file() {
-        Ok(())
-    } else if meta.is_dir() {
-        // What `sha256sum` says of a directory.
-        Err(io::Error::from(Errno::ISDIR).into())
-    } else {
-        Err(ErrorKind::NotRegular)
-    }
 }
 
 /// A digest being computed. Every read path feeds its bytes through here, so

@@ -325,6 +325,12 @@ impl Ring<'_, '_> {
     /// error, or a large file hashed here), `None` when its first read is due.
     fn open_completed(&mut self, s: usize, res: i32) -> Option<Outcome> {
         let slot = &mut self.slots[s];
+        if res == -libc::ENAMETOOLONG {
+            // Over PATH_MAX: the blocking path opens it a directory at a time.
+            let job = &self.queue.files[slot.job];
+            let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
+            return Some(hash(&job.request(self.queue.reading, None), buf));
+        }
         let outcome = opened(slot, res).or_else(|| {
             // A large file is hashed here, through mapped windows
             // with the kernel's readahead (see `crate::mapped`):

@@ -107,9 +107,7 @@ impl LastDir {
             _ => return hash(&hasher::Request::new(&req.path, req.follow, reading), buf),
         };
         if self.fd.is_none() || self.path != parent {
-            use rustix::fs::{open, Mode, OFlags};
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-            self.fd = open(parent, flags, Mode::empty())
+            self.fd = hasher::open_dir(parent)
                 .ok()
                 .map(|fd| DirFd(std::sync::Arc::new(fd)));
             self.path = parent.to_path_buf();
