@@ -107,12 +107,13 @@ impl Runner for Async {
         let io = match self.io {
             IoMode::Pool => "pool".to_owned(),
             IoMode::Auto | IoMode::Uring => match uring::available() {
-                Ok(()) => {
+                Ok(()) if uring::slots(workers) > 0 => {
                     uring::run(files, workers, reading, sink);
                     return Ran {
                         io: Some("io_uring".into()),
                     };
                 }
+                Ok(()) => "pool (too few file descriptors left for io_uring)".into(),
                 Err(why) => format!("pool (io_uring unavailable: {why})"),
             },
         };

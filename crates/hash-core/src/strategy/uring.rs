@@ -40,6 +40,9 @@ use crate::hasher::{self, hash, new_buffer, Reading, Running};
 /// Bytes read per request.
 const BLOCK: usize = 64 * 1024;
 
+/// Descriptors the rings leave for everything else (see [`run`]).
+const FDS_KEPT: usize = 8;
+
 /// Results a ring thread collects before waking the writer.
 const BATCH: usize = 256;
 
@@ -66,10 +69,21 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
+/// Files each of `workers` rings keeps in flight. Every slot holds an open
+/// file, and so does every ring: they stay within the descriptors left (a
+/// low `ulimit -n`), keeping some for the standard streams, mapped files and
+/// what the caller opens meanwhile. 0: not one file per ring fits.
+pub(super) fn slots(workers: usize) -> usize {
+    let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
+    let usable = free.saturating_sub(FDS_KEPT + workers) / workers;
+    (MAX_READERS / workers).max(4).min(usable)
+}
+
+/// Hash `files` on `workers` rings (see [`slots`]: at least one each).
 pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
     let queue = Queue::new(files, reading);
-    let slots = (MAX_READERS / workers).max(4);
+    let slots = slots(workers);
     thread::scope(|scope| {
         for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
