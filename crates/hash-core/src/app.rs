@@ -41,31 +41,16 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
 pub fn run(config: &Config) -> Exit {
     let mut paths = config.paths.clone();
     let mut listed = None;
-    // Like GNU `wc --files0-from -`: a list read from stdin cannot also name
-    // stdin (it has been read to the end); refuse each such name, hash the rest.
+    // A name refused or a list cut short is reported at once, and fails
+    // the run at the end; the rest is hashed.
     let mut refused = false;
     if let Some((list, nul)) = &config.files_from {
-        match filelist::read(list, *nul) {
-            Ok(Listed::Paths(mut more)) => {
-                if list == Path::new("-") {
-                    more.retain(|p| {
-                        let stdin = p == Path::new("-");
-                        if stdin {
-                            crate::show!(
-                                "-: file name '-' not allowed when reading names from standard input"
-                            );
-                            refused = true;
-                        }
-                        !stdin
-                    });
-                }
-                paths.extend(more)
+        match files_from(list, *nul, &mut refused) {
+            Ok((more, jobs)) => {
+                paths.extend(more);
+                listed = jobs;
             }
-            Ok(Listed::Jobs(jobs)) => listed = Some(jobs),
-            Err(e) => {
-                diag::path_error(&e, None);
-                return Exit::Failure;
-            }
+            Err(exit) => return exit,
         }
     }
     let env = |name: &str| std::env::var(name).ok();
@@ -103,8 +88,47 @@ pub fn run(config: &Config) -> Exit {
     }
 }
 
+/// What `--files-from LIST` adds: paths to walk, or the planned jobs of a
+/// `--list` list. Sets `refused` when it reported a refused name or a list
+/// cut short (the rest is still hashed); `Err` when the list cannot be read.
+fn files_from(
+    list: &Path,
+    nul: bool,
+    refused: &mut bool,
+) -> Result<(Vec<PathBuf>, Option<Vec<Job>>), Exit> {
+    let (listed, cut) = filelist::read(list, nul).map_err(|e| {
+        diag::path_error(&e, None);
+        Exit::Failure
+    })?;
+    if let Some(e) = cut {
+        diag::path_error(&e, None);
+        *refused = true;
+    }
+    match listed {
+        Listed::Jobs(jobs) => Ok((Vec::new(), Some(jobs))),
+        Listed::Paths(mut paths) => {
+            // Like GNU `wc --files0-from -`: a list read from stdin cannot
+            // also name stdin (it has been read to the end); refuse each
+            // such name, hash the rest.
+            if list == Path::new("-") {
+                paths.retain(|p| {
+                    let stdin = p == Path::new("-");
+                    if stdin {
+                        crate::show!(
+                            "-: file name '-' not allowed when reading names from standard input"
+                        );
+                        *refused = true;
+                    }
+                    !stdin
+                });
+            }
+            Ok((paths, None))
+        }
+    }
+}
+
 /// Hash `files` with `engine` into `sink`; standard input (`-`) is read
-/// here, first, and the engine gets the rest (see [`crate::stdin`]).
+/// here, first, and the engine gets the rest (see [`crate::stdio`]).
 fn run_plan(
     engine: &Engine,
     files: &[Job],
@@ -117,7 +141,7 @@ fn run_plan(
     let (stdin, rest): (Vec<usize>, Vec<usize>) =
         (0..files.len()).partition(|&i| walk::is_stdin(&files[i]));
     for i in stdin {
-        if sink(i, crate::stdin::hash_stdin()).is_break() {
+        if sink(i, crate::stdio::hash_stdin()).is_break() {
             return Ran::default();
         }
     }
@@ -161,7 +185,7 @@ fn hash(
         ..*out
     };
     if let Some(s) = &shard {
-        match s.write_header(&mut io::stdout().lock(), out.tag, out.zero) {
+        match s.write_header(&mut crate::stdio::stdout(), out.tag, out.zero) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
             Err(e) => return diag::write_failed(&e),
@@ -173,7 +197,7 @@ fn hash(
         let total = (plan.files.len() as u64, plan.total_bytes());
         Progress::start(total.0, total.1, Arc::clone(&reading))
     });
-    let mut writer = Writer::new(&plan.files, io::stdout().lock(), *out, progress.as_ref());
+    let mut writer = Writer::new(&plan.files, crate::stdio::stdout(), *out, progress.as_ref());
     for e in &plan.errors {
         writer.error(e);
     }
@@ -202,7 +226,7 @@ fn hash(
         return Exit::Success; // `| head`: the reader has what it wanted
     }
     if let Some(s) = &shard {
-        if let Err(e) = s.write_trailer(&mut io::stdout().lock(), summary.errors, out.zero) {
+        if let Err(e) = s.write_trailer(&mut crate::stdio::stdout(), summary.errors, out.zero) {
             return diag::write_failed(&e);
         }
     }

@@ -23,7 +23,7 @@
 //! status 1: a verification that could not be reported did not pass.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -34,6 +34,7 @@ use crate::exit::Exit;
 use crate::output::InOrder;
 use crate::progress::Progress;
 use crate::quote::{quote_name, quote_path};
+use crate::stdio::LineTooLong;
 use crate::strategy::{Engine, Job, Outcome};
 
 /// GNU's check-mode switches.
@@ -81,7 +82,6 @@ pub struct CheckRun<'a> {
 pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
     let mut parser = CheckParser::new();
     let mut failed = false;
-    let stdout = io::stdout();
     for &manifest in manifests {
         // GNU names stdin "standard input" and shell-quotes every name.
         let name = if manifest == Path::new("-") {
@@ -90,8 +90,9 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             quote_path(manifest)
         };
         let name = String::from_utf8_lossy(&name).into_owned();
-        let data = match read_manifest(manifest) {
-            Ok(d) => d,
+        let (data, cut) = match read_manifest(manifest) {
+            Ok(Ok(data)) => (data, None),
+            Ok(Err(mut cut)) => (std::mem::take(&mut cut.before), Some(cut)),
             Err(ManifestError::Open(e)) => {
                 crate::diag::path_error(&Error::new(manifest, e), None);
                 failed = true;
@@ -103,7 +104,7 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
                 continue;
             }
         };
-        let mut out = io::BufWriter::new(stdout.lock());
+        let mut out = io::BufWriter::new(crate::stdio::stdout());
         let tally = match check_manifest(run, &name, &data, &mut parser, &mut out) {
             Ok(tally) => tally,
             // A reader that went away (`| head`) is no error to report, but
@@ -111,6 +112,10 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Failure,
             Err(e) => return crate::diag::write_failed(&e),
         };
+        if let Some(cut) = cut {
+            crate::show!("{name}: {cut}");
+            failed = true;
+        }
         failed |= summarise(&name, &run.opts, &tally);
     }
     if failed {
@@ -121,23 +126,25 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
 }
 
 /// Why a manifest could not be had: GNU reports a failed open with the
-/// system's reason, but any failure after that only as "read error".
+/// system's reason, but any failure after that (a closed stdin too) only as
+/// "read error".
 #[derive(Debug)]
 enum ManifestError {
     Open(io::Error),
     Read,
 }
 
-fn read_manifest(path: &Path) -> Result<Vec<u8>, ManifestError> {
-    let mut data = Vec::new();
+/// The manifest's bytes, cut before a line longer than
+/// [`MAX_LINE`](crate::stdio::MAX_LINE) (the error says which).
+fn read_manifest(path: &Path) -> Result<Result<Vec<u8>, LineTooLong>, ManifestError> {
     let read = if path == Path::new("-") {
-        io::stdin().lock().read_to_end(&mut data)
+        let stdin = crate::stdio::stdin().map_err(|_| ManifestError::Read)?;
+        crate::stdio::read_lines(stdin, b'\n')
     } else {
-        let mut file = fs::File::open(path).map_err(ManifestError::Open)?;
-        file.read_to_end(&mut data)
+        let file = fs::File::open(path).map_err(ManifestError::Open)?;
+        crate::stdio::read_lines(file, b'\n')
     };
-    read.map_err(|_| ManifestError::Read)?;
-    Ok(data)
+    read.map_err(|_| ManifestError::Read)
 }
 
 /// Parse `data`, hash what it lists, print per-file lines to `out`. An error

@@ -27,7 +27,7 @@
 //! argument), so existing uses keep working.
 
 use std::ffi::OsStr;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -50,16 +50,26 @@ pub enum Listed {
     Jobs(Vec<Job>),
 }
 
-/// Read `list` ('-' = stdin), NUL-separated if `nul`.
-pub fn read(list: &Path, nul: bool) -> Result<Listed, Error> {
-    let mut data = Vec::new();
+/// Read `list` ('-' = stdin), NUL-separated if `nul`. A line longer than
+/// [`MAX_LINE`](crate::stdio::MAX_LINE) ends the list: what came before it
+/// is returned, with the error that names the list.
+pub fn read(list: &Path, nul: bool) -> Result<(Listed, Option<Error>), Error> {
+    let sep = if nul { b'\0' } else { b'\n' };
     let read = if list == Path::new("-") {
-        io::stdin().lock().read_to_end(&mut data).map(drop)
+        crate::stdio::stdin().and_then(|input| crate::stdio::read_lines(input, sep))
     } else {
-        std::fs::read(list).map(|d| data = d)
+        std::fs::File::open(list).and_then(|file| crate::stdio::read_lines(file, sep))
     };
-    read.map_err(|e| Error::new(list, e))?;
-    parse(&data, nul).map_err(|why| Error::new(list, ErrorKind::Io(io::Error::other(why))))
+    let (data, cut) = match read.map_err(|e| Error::new(list, e))? {
+        Ok(data) => (data, None),
+        Err(cut) => {
+            let why = io::Error::other(cut.to_string());
+            (cut.before, Some(Error::new(list, why)))
+        }
+    };
+    let listed =
+        parse(&data, nul).map_err(|why| Error::new(list, ErrorKind::Io(io::Error::other(why))))?;
+    Ok((listed, cut))
 }
 
 /// Parse a list's bytes (see the module doc).
@@ -164,7 +174,7 @@ pub fn run(plan: &Plan, zero: bool) -> Exit {
         crate::diag::path_error(e, None);
     }
     match write(
-        &mut io::BufWriter::new(io::stdout().lock()),
+        &mut io::BufWriter::new(crate::stdio::stdout()),
         &plan.files,
         zero,
     ) {

@@ -39,7 +39,7 @@ pub mod progress;
 pub mod quote;
 pub mod report;
 pub mod shard;
-pub mod stdin;
+pub mod stdio;
 pub mod strategy;
 pub mod tree;
 pub mod walk;

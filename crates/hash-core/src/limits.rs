@@ -50,7 +50,9 @@ mod tests {
     #[test]
     fn free_descriptors_drop_by_the_files_opened() {
         let before = free_descriptors().expect("a limit and /proc here");
-        let files: Vec<_> = (0..5).map(|_| std::fs::File::open("/dev/null").unwrap()).collect();
+        let files: Vec<_> = (0..5)
+            .map(|_| std::fs::File::open("/dev/null").unwrap())
+            .collect();
         let after = free_descriptors().unwrap();
         drop(files);
         // Other tests run in parallel threads and open files too.

@@ -332,7 +332,7 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
 }
 
 fn write(entries: &[&Entry], opts: &OutputOptions) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let mut out = BufWriter::with_capacity(64 * 1024, crate::stdio::stdout());
     let mut tree = opts.tree.then(TreeDigest::default);
     for e in entries {
         write_line(&mut out, opts, &e.digest, &e.path)?;
