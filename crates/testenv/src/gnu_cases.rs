@@ -1031,7 +1031,7 @@ pub fn check(bin: &Path, name: &str, c: &Case) -> Result<(), String> {
 
 /// Run every case on `bin` (called `name` in messages); panic listing all
 /// that differ. Skips, saying why, when GNU sha256sum is not 9.1.
-pub fn run_all(bin: &str, name: &str) {
+pub fn run_all(bin: &Path, name: &str) {
     let version = crate::try_run(Command::new("sha256sum").arg("--version"));
     let first_line = version
         .as_ref()
@@ -1044,7 +1044,7 @@ pub fn run_all(bin: &str, name: &str) {
     let cases = cases();
     let failures: Vec<String> = cases
         .iter()
-        .filter_map(|c| check(Path::new(bin), name, c).err())
+        .filter_map(|c| check(bin, name, c).err())
         .collect();
     assert!(
         failures.is_empty(),
