@@ -19,7 +19,7 @@ pub mod process;
 mod test_env;
 
 pub use process::*;
-pub use test_env::{each_binary, TestEnv};
+pub use test_env::{check_built_binary, each_binary, TestEnv};
 
 /// A temporary directory tree that everyone (including `nobody`) can read.
 #[derive(Debug)]

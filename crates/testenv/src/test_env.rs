@@ -31,6 +31,15 @@ impl TestEnv {
         }
     }
 
+    /// The binary at `path` (a binary crate's `CARGO_BIN_EXE_*`), which is
+    /// to run `strategy`.
+    pub fn at(strategy: Strategy, path: impl Into<PathBuf>) -> TestEnv {
+        TestEnv {
+            strategy,
+            path: path.into(),
+        }
+    }
+
     /// Every strategy's binary, in [`Strategy::ALL`] order.
     pub fn all() -> Vec<TestEnv> {
         Strategy::ALL.into_iter().map(TestEnv::new).collect()
@@ -44,6 +53,11 @@ impl TestEnv {
     /// The binary's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The strategy it runs.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
     }
 
     /// Whether it takes `-j/--jobs`.
@@ -115,4 +129,28 @@ pub fn each_binary(test: impl Fn(&TestEnv)) {
         "failed on {} (messages above, under '=== NAME')",
         failed.join(", ")
     );
+}
+
+/// For a binary crate's own test: `built`, the binary it built (its
+/// `CARGO_BIN_EXE_*`), is the one [`each_binary`] runs for `strategy`, so the
+/// conformance tests see this build; and it runs `strategy`, under its own
+/// name, which the conformance tests (each binary held to the same output)
+/// cannot tell.
+pub fn check_built_binary(strategy: Strategy, built: &str) {
+    let env = TestEnv::at(strategy, built);
+    assert_eq!(
+        TestEnv::new(strategy).path(),
+        env.path(),
+        "the conformance tests look for {} elsewhere",
+        env.name()
+    );
+    let t = crate::Tree::new();
+    let f = t.file(b"f", b"abc");
+    let out = env.run(&["--json"], &[t.root()]);
+    assert_eq!(out.status.code(), Some(0), "{}", crate::show(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["tool"], env.name());
+    assert_eq!(report["summary"]["strategy"], strategy.name());
+    let gnu = crate::show(&crate::sha256sum(&[&f]));
+    assert_eq!(report["files"][0]["sha256"], gnu[..64]);
 }
