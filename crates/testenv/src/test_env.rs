@@ -111,9 +111,9 @@ impl TestEnv {
     }
 }
 
-/// Run `test` on every binary ([`TestEnv::all`]), each after the others have
-/// failed too, then fail naming the binaries that failed. Each run's panic
-/// message is printed where it happens, under a line naming the binary.
+/// Run `test` on every binary ([`TestEnv::all`]), going on past a failure,
+/// then fail naming each binary that failed. Each run's panic message is
+/// printed where it happens, under a line naming the binary.
 pub fn each_binary(test: impl Fn(&TestEnv)) {
     let mut failed = Vec::new();
     for env in TestEnv::all() {
