@@ -44,28 +44,26 @@ fn tree(files: usize) -> Tree {
 /// Wait until process `pid` has exited (a pidfd becomes readable then),
 /// failing the test after [`hang_limit`]. A pid that is already gone counts as exited.
 fn wait_exit(what: &str, pid: u32) {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
-    if fd < 0 {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::io::Errno;
+    use rustix::process::{pidfd_open, Pid, PidfdFlags};
+    let raw = Pid::from_raw(pid as i32).expect("not pid 0");
+    let fd = match pidfd_open(raw, PidfdFlags::empty()) {
+        Ok(fd) => fd,
         // Only "no such process" means it is gone; any other failure (no
         // pidfd on this kernel, a seccomp filter) must not pass unchecked.
-        let e = std::io::Error::last_os_error();
-        assert_eq!(
-            e.raw_os_error(),
-            Some(libc::ESRCH),
-            "pidfd_open for {what} (pid {pid}): {e}"
-        );
-        return;
-    }
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
+        Err(Errno::SRCH) => return,
+        Err(e) => panic!("pidfd_open for {what} (pid {pid}): {e}"),
     };
-    // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-    let ready = unsafe { libc::poll(&mut pfd, 1, hang_limit().as_millis() as i32) };
-    // SAFETY: `fd` is ours and closed once.
-    unsafe { libc::close(fd) };
+    let limit = Timespec::try_from(hang_limit()).expect("the hang limit fits a timespec");
+    let ready = loop {
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&limit)) {
+            // A signal to the test process is no verdict on the worker.
+            Err(Errno::INTR) => continue,
+            other => break other.unwrap_or_else(|e| panic!("poll for {what} (pid {pid}): {e}")),
+        }
+    };
     assert_eq!(ready, 1, "timed out waiting for {what} (pid {pid})");
 }
 

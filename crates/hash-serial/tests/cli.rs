@@ -1,2 +1,12 @@
-//! The shared conformance tests (see the `testenv` crate), run on `hash-serial`.
-testenv::conformance_tests!(env!("CARGO_BIN_EXE_hash-serial"), "hash-serial", false);
+//! `hash-serial` as built by this crate. What every binary must do is tested on
+//! all of them at once in `crates/testenv/tests/conformance.rs`; this checks
+//! that those tests find this build and that it runs the serial strategy. (An
+//! integration test is also what has `cargo test` build the binary at all.)
+
+#[test]
+fn is_the_binary_the_conformance_tests_run_and_runs_its_strategy() {
+    testenv::check_built_binary(
+        hash_core::Strategy::Serial,
+        env!("CARGO_BIN_EXE_hash-serial"),
+    );
+}
