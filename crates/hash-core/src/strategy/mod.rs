@@ -359,16 +359,22 @@ mod tests {
         Job::new(PathBuf::from("x"), size, false)
     }
 
-    /// The engine of an in-process strategy (`Procs` re-executes the
-    /// binary, so it is tested through `hash-procs`).
+    /// The engine of a strategy, built as a command line would build it
+    /// (`Procs` re-executes the binary, so it is tested through `hash-procs`).
     fn engine(s: Strategy, io: IoMode, workers: usize) -> Engine {
-        let runner: Box<dyn Runner> = match s {
-            Strategy::Serial => Box::new(serial::Serial),
-            Strategy::Threads => Box::new(threads::Threads { workers }),
-            Strategy::Async => Box::new(asynch::Async { workers, io }),
-            Strategy::Procs => unreachable!("tested through hash-procs"),
-        };
-        Engine::new(runner, ReadPolicy::default())
+        use clap::ValueEnum;
+        let (workers, io) = (workers.to_string(), io.to_possible_value().unwrap());
+        let mut args = vec!["x"];
+        if s.is_parallel() {
+            args.extend(["-j", &workers]);
+        }
+        if s.has_io_option() {
+            args.extend(["--io", io.get_name()]);
+        }
+        let m = (s.def().args)(clap::Command::new("x"))
+            .try_get_matches_from(args)
+            .unwrap();
+        Engine::new((s.def().runner)(&m).unwrap(), ReadPolicy::default())
     }
 
     /// Run an in-process strategy and collect outcomes by job index.
