@@ -18,7 +18,8 @@ Usage: scripts/bench.sh [--quick | --smoke] [OPTIONS]
 Benchmarks hash-serial, hash-threads, hash-procs and hash-async (release builds) against
 each other and against installed peers, on generated datasets, with the data warm (in the
 page cache) and cold (evicted right before every timed run), and writes
-results/<host>-<date>-<sweep>.json plus a directory of raw hyperfine exports beside it.
+results/<host>-<date>-<sweep>.json (self-contained: every timed run is in it), plus a
+directory of raw hyperfine exports beside it that stays local (git-ignored).
 
 Sweeps:
   (default)        shards (64 x 8 MiB), small (20,000 x 4 KiB), huge (1 x 2 GiB),

@@ -255,12 +255,10 @@ fn draw_legend(
             color(ci).filled(),
         ))
         .map_err(err)?;
-        let cores = col
-            .machine
-            .available_cpus
-            .map(|n| format!(", {n} CPUs"))
-            .unwrap_or_default();
-        let text = format!("{} ({}{cores})", col.label, col.machine.cpu_model);
+        let text = format!(
+            "{} ({}, {} CPUs)",
+            col.label, col.machine.cpu_model, col.machine.available_cpus
+        );
         area.draw(&Text::new(
             text,
             (36, y + 10),
@@ -492,7 +490,7 @@ mod tests {
         let t = table(&c, "big", Cache::Warm);
         let all = texts(&throughput_svg(&c, t).unwrap());
         for want in [
-            "big, warm: median throughput (MiB/s), 4 files, 64.0 MiB",
+            "big, warm: median throughput (MiB/s), 4 files, 64.00 MiB",
             "a (Test CPU A, 2 CPUs)",
             "b (Test CPU B, 8 CPUs)",
             "hash-serial",

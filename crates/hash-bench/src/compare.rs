@@ -14,9 +14,10 @@
 //! - programs of kind `reference` (in-memory SHA-256 rates, the read floor, BLAKE3) are
 //!   ceilings, not contestants: shown below the ranked rows, never ranked.
 //!
-//! Files are read through a lenient view of the schema (unknown fields ignored, optional
-//! ones defaulted) rather than the strict [`crate::results::Results`], so that both schema
-//! versions, and files from a harness that added optional fields, can be compared. The
+//! Files are read into the schema's own [`Results`] type without
+//! [`crate::results::validate_file`]'s strictness: unknown fields are ignored, so that
+//! every readable schema version, and files from a harness that added fields, can be
+//! compared. Nothing beside the file is needed (results files are self-contained). The
 //! checks that matter here are still made: JSON well-formed and complete, a results file
 //! and not something else, a known schema and hyperfine schema, benchmarks naming known
 //! datasets, and throughputs agreeing with the median. A refused file is reported as
@@ -31,10 +32,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::plan::Cache;
-use crate::util::human_bytes;
+use crate::machine::{Machine, Storage};
+use crate::plan::{Cache, Kind};
+use crate::results::{BenchmarkResult, Results};
+use crate::util::{close, human_bytes};
 
 /// Results schema versions this module reads: the ones `results` validates.
 pub const READABLE_SCHEMAS: std::ops::RangeInclusive<u32> =
@@ -48,130 +51,10 @@ pub const SMALL_FILE_MEAN_BYTES: u64 = 64 * 1024;
 pub const BASELINE: &str = "hash-serial";
 
 // ---------------------------------------------------------------------------------------
-// The lenient view of a results file.
-
-/// A results file as `compare` reads it: only what it needs, unknown fields ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ResultsView {
-    /// Schema version (see [`READABLE_SCHEMAS`]).
-    pub schema_version: u32,
-    /// Sweep name.
-    #[serde(default)]
-    pub sweep: String,
-    /// When collected.
-    #[serde(default)]
-    pub date: String,
-    /// Commit of the hashers.
-    #[serde(default)]
-    pub commit: Option<String>,
-    /// The machine.
-    pub machine: MachineView,
-    /// Tool versions.
-    #[serde(default)]
-    pub toolchain: ToolchainView,
-    /// Datasets.
-    pub datasets: Vec<DatasetView>,
-    /// Benchmarks.
-    pub benchmarks: Vec<BenchmarkView>,
-}
-
-/// The machine facts `compare` shows.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MachineView {
-    /// Host name.
-    pub hostname: String,
-    /// CPU model.
-    pub cpu_model: String,
-    /// SHA extensions present.
-    pub sha_ni: Option<bool>,
-    /// Running under a hypervisor.
-    pub virtualized: Option<bool>,
-    /// Online logical CPUs.
-    pub logical_cpus: Option<u32>,
-    /// CPUs available to the process.
-    pub available_cpus: Option<u32>,
-    /// Memory, KiB.
-    pub mem_total_kib: Option<u64>,
-    /// Kernel release.
-    pub kernel: String,
-    /// Storage under the data.
-    pub storage: StorageView,
-}
-
-/// Storage facts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StorageView {
-    /// Filesystem type.
-    pub fs_type: String,
-    /// Block device.
-    pub block_device: Option<String>,
-    /// Rotational, if known.
-    pub rotational: Option<bool>,
-    /// Device model, if known.
-    pub model: Option<String>,
-}
-
-/// Tool versions.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ToolchainView {
-    /// hyperfine's version line.
-    pub hyperfine: String,
-    /// Shape of hyperfine's exports (1 or 2).
-    pub hyperfine_json_schema: u32,
-}
-
-/// A dataset.
-#[derive(Debug, Clone, Deserialize)]
-pub struct DatasetView {
-    /// Name.
-    pub name: String,
-    /// Identity of its bytes.
-    pub spec_hash: String,
-    /// Files.
-    pub files: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
-
-/// A benchmark.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BenchmarkView {
-    /// Dataset name.
-    pub dataset: String,
-    /// Cache state.
-    pub cache: Cache,
-    /// Program name.
-    pub program: String,
-    /// `hashrace`, `peer`, `reference` (kept as text: a newer harness may add kinds).
-    #[serde(default)]
-    pub kind: String,
-    /// Hash algorithm.
-    #[serde(default)]
-    pub algorithm: String,
-    /// Job count (`None`: the program's default, or no such option).
-    #[serde(default)]
-    pub jobs: Option<u32>,
-    /// Median wall time, seconds.
-    pub median_s: f64,
-    /// Stored MiB/s (checked against the median).
-    #[serde(default)]
-    pub mib_per_s: Option<f64>,
-    /// Whether trustworthy.
-    pub valid: bool,
-    /// Why not.
-    #[serde(default)]
-    pub flags: Vec<String>,
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-12)
-}
+// Reading results files.
 
 /// Parse and check one results file's text. The error is the problem, without the path.
-pub fn parse(text: &str) -> Result<ResultsView> {
+pub fn parse(text: &str) -> Result<Results> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             anyhow::anyhow!("truncated JSON ({e})")
@@ -201,7 +84,7 @@ pub fn parse(text: &str) -> Result<ResultsView> {
             READABLE_SCHEMAS.end()
         );
     }
-    let r: ResultsView = serde_json::from_value(value)
+    let r: Results = serde_json::from_value(value)
         .map_err(|e| anyhow::anyhow!("does not match the results schema ({e})"))?;
     if !matches!(r.toolchain.hyperfine_json_schema, 1 | 2) {
         bail!(
@@ -222,17 +105,15 @@ pub fn parse(text: &str) -> Result<ResultsView> {
         if !(b.median_s.is_finite() && b.median_s > 0.0) {
             bail!("benchmark {id}: median {} is not a time", b.median_s);
         }
-        if let Some(m) = b.mib_per_s {
-            if !close(m, d.bytes as f64 / b.median_s / 1048576.0) {
-                bail!("benchmark {id}: mib_per_s does not match bytes / median");
-            }
+        if !close(b.mib_per_s, d.bytes as f64 / b.median_s / 1048576.0) {
+            bail!("benchmark {id}: mib_per_s does not match bytes / median");
         }
     }
     Ok(r)
 }
 
 /// Read one file (see [`parse`]).
-pub fn load(path: &Path) -> Result<ResultsView> {
+pub fn load(path: &Path) -> Result<Results> {
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))?;
     if text.trim().is_empty() {
@@ -319,7 +200,7 @@ pub struct Column {
     /// hyperfine version line and export shape.
     pub hyperfine: String,
     /// The machine.
-    pub machine: MachineView,
+    pub machine: Machine,
 }
 
 /// Unit of a table's cells.
@@ -424,7 +305,7 @@ fn kind_order(kind: &str) -> u8 {
 }
 
 /// Build the comparison of already loaded files (`label`, path, contents).
-pub fn build(files: &[(String, String, ResultsView)], refused: Vec<Refused>) -> Comparison {
+pub fn build(files: &[(String, String, Results)], refused: Vec<Refused>) -> Comparison {
     let columns: Vec<Column> = files
         .iter()
         .map(|(label, file, r)| Column {
@@ -498,7 +379,7 @@ pub fn build(files: &[(String, String, ResultsView)], refused: Vec<Refused>) -> 
                 else {
                     continue;
                 };
-                let benches: Vec<&BenchmarkView> = r
+                let benches: Vec<&BenchmarkResult> = r
                     .benchmarks
                     .iter()
                     .filter(|b| b.dataset == d.name && b.cache == cache)
@@ -533,10 +414,10 @@ pub fn build(files: &[(String, String, ResultsView)], refused: Vec<Refused>) -> 
                             rows.push(Row {
                                 label: String::new(),
                                 program: b.program.clone(),
-                                kind: b.kind.clone(),
+                                kind: b.kind.name().to_string(),
                                 algorithm: b.algorithm.clone(),
                                 jobs: b.jobs,
-                                reference: b.kind == "reference",
+                                reference: b.kind == Kind::Reference,
                                 cells: vec![None; files.len()],
                             });
                             rows.len() - 1
@@ -629,7 +510,7 @@ pub fn compare_paths(args: &[PathBuf]) -> Comparison {
             Err(e) => refused.push(Refused::new(p, &format!("{e:#}"))),
         }
     }
-    let files: Vec<(String, String, ResultsView)> = labels(&ok_paths)
+    let files: Vec<(String, String, Results)> = labels(&ok_paths)
         .into_iter()
         .zip(&ok_paths)
         .zip(views)
@@ -702,7 +583,7 @@ fn cell_text(c: &Cell, reference: bool) -> String {
     s
 }
 
-fn storage_text(s: &StorageView) -> String {
+fn storage_text(s: &Storage) -> String {
     let mut t = if s.fs_type.is_empty() {
         "?".to_string()
     } else {
@@ -722,11 +603,11 @@ fn storage_text(s: &StorageView) -> String {
     t
 }
 
-fn yes_no(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "?",
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
     }
 }
 
@@ -753,21 +634,15 @@ pub fn markdown(c: &Comparison) -> String {
             (
                 "cores",
                 &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
-                    (Some(a), Some(l)) if a != l => format!("{a} of {l}"),
-                    (Some(a), _) | (None, Some(a)) => a.to_string(),
-                    (None, None) => "?".into(),
+                    (a, l) if a != l => format!("{a} of {l}"),
+                    (a, _) => a.to_string(),
                 },
             ),
             ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
             ("virtualized", &|c| {
                 yes_no(c.machine.virtualized).to_string()
             }),
-            ("memory", &|c| {
-                c.machine
-                    .mem_total_kib
-                    .map(|k| human_bytes(k * 1024))
-                    .unwrap_or_else(|| "?".into())
-            }),
+            ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
             ("storage", &|c| storage_text(&c.machine.storage)),
             ("kernel", &|c| c.machine.kernel.clone()),
             ("sweep", &|c| {
@@ -1095,7 +970,7 @@ mod tests {
         let md = markdown(&c);
         let t = table(&c, "small", "aa", Cache::Warm);
         assert_eq!(t.unit, Unit::FilesPerS);
-        let h = "small, warm\n\n1,000 files, 3.9 MiB (mean 4.0 KiB per file), spec aaaaaaaa";
+        let h = "small, warm\n\n1,000 files, 3.91 MiB (mean 4.00 KiB per file), spec aaaaaaaa";
         assert!(md.contains(h), "{md}");
         assert_eq!(
             md_row(&md, h, "hash-threads -j2"),
@@ -1161,7 +1036,7 @@ mod tests {
         assert!(problem("malformed.json").starts_with("malformed JSON ("));
         assert_eq!(
             problem("wrong-schema.json"),
-            "results schema_version 9 (compare reads 1 to 2)"
+            "results schema_version 9 (compare reads 1 to 3)"
         );
         assert_eq!(
             problem("hyperfine-export.json"),

@@ -186,6 +186,17 @@ pub enum Kind {
     Reference,
 }
 
+impl Kind {
+    /// Lower-case name, as serialized.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Hashrace => "hashrace",
+            Kind::Peer => "peer",
+            Kind::Reference => "reference",
+        }
+    }
+}
+
 /// A program taking part in the sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramInfo {
