@@ -72,8 +72,8 @@ How it measures:
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
   * Rows raced besides the hashers and peers (see results/README.md):
     - hash-threads/-procs/-async at each --jobs value AND with no -j at all
-      ("-j default"); hash-async-pool and hash-async-uring (default -j) when
-      'hash-async --help' lists --io.
+      ("-j default"); hash-async-pool and hash-async-uring (default -j): each
+      non-default --io mode of a hasher that hash-core gives an --io option.
     - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling:
       the dataset's file sizes hashed in memory, no I/O; warm only) and
       ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,

@@ -586,14 +586,15 @@ mod tests {
         }
         let r = build(&work, "hyperfine").unwrap();
         validate(&r).unwrap();
-        // smoke: 2 caches × (serial, 3 parallel × (-j2, default), read floor × 2) plus
-        // 2 warm ceilings; empty: the warm half of that.
+        // smoke: 2 caches × (serial, 3 parallel × (-j2, default), hash-async's 2
+        // non-default io modes, read floor × 2) plus 2 warm ceilings; empty: the warm
+        // half of that.
         let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
             1
         } else {
             2
         };
-        let per = 7 + floors;
+        let per = 9 + floors;
         assert_eq!(r.benchmarks.len(), 3 * per + 2 * 2);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);

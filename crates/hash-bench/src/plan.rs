@@ -459,15 +459,6 @@ pub fn verified(p: &ProgramInfo) -> bool {
     p.kind == Kind::Hashrace || programs::lookup(&p.name).is_some_and(|d| d.verified)
 }
 
-/// Whether a hasher's `--help` lists `--io` (only those with several I/O modes do).
-fn lists_io_flag(path: &Path) -> bool {
-    Command::new(path)
-        .arg("--help")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--io"))
-}
-
 /// The real `python3` executable (not a version manager's shim, whose start-up would be
 /// timed too), if one is installed.
 fn python_interpreter() -> Option<String> {
@@ -504,7 +495,8 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
             sha256: Some(sha256_of_file(&path)?),
         };
         programs.push(Program::hasher(s, info.clone(), None));
-        if lists_io_flag(&path) {
+        // Asked of hash-core's strategy table, not of the binary's --help text.
+        if Strategy::from_binary(&name).is_some_and(Strategy::has_io_option) {
             for mode in programs::io_modes() {
                 let info = ProgramInfo {
                     name: format!("{name}-{mode}"),
@@ -949,10 +941,10 @@ mod tests {
         fake_bins(t.path());
         let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
         // Per dataset and cache state: hash-serial, 3 parallel hashers × (-j2, default),
-        // sha256sum, the read floor at the CPU count and 64; warm also the 2 ceilings.
-        // 4 datasets × 2 caches, plus `empty` warm only.
+        // hash-async's 2 non-default io modes, sha256sum, the read floor at the CPU count
+        // and 64; warm also the 2 ceilings. 4 datasets × 2 caches, plus `empty` warm only.
         let floors = if cores() == 64 { 1 } else { 2 };
-        let per = 1 + 3 * 2 + 1 + floors;
+        let per = 1 + 3 * 2 + 2 + 1 + floors;
         assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 2);
         let find = |id: &str| {
             plan.benchmarks
@@ -1025,10 +1017,9 @@ mod tests {
         find("empty.warm.hash-procs-jdefault");
 
         // The default sweep with every peer, Python, and hash-async's two io modes: the
-        // model says ~26 minutes on 2 vCPUs (today's binaries, without io modes: ~23).
+        // model says ~26 minutes on 2 vCPUs.
         let bins = tempfile::tempdir().unwrap();
         fake_bins(bins.path());
-        fake_async_with_io(bins.path());
         let mut o = options(bins.path(), t.path(), Path::new("/w"));
         o.peers = PeerSelection::Auto;
         o.python = true;
@@ -1048,21 +1039,12 @@ mod tests {
         assert_eq!(slow.runs, SLOW_PEER_RUNS);
     }
 
-    fn fake_async_with_io(dir: &Path) {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("hash-async");
-        std::fs::write(&p, "#!/bin/sh\necho '  --io <IO>  pool or uring'\nexit 0\n").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
     #[test]
-    fn async_io_modes_are_raced_only_when_listed() {
+    fn io_modes_are_raced_for_the_strategy_hash_core_gives_io() {
         let t = tempfile::tempdir().unwrap();
+        // The fake binaries' --help lists nothing: the modes come from hash-core.
         fake_bins(t.path());
         let o = options(t.path(), t.path(), Path::new("/w"));
-        let today = build(&o).unwrap();
-        assert!(!today.programs.iter().any(|p| p.name == "hash-async-pool"));
-        fake_async_with_io(t.path());
         let plan = build(&o).unwrap();
         let names: Vec<&str> = plan.programs.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
@@ -1150,10 +1132,14 @@ mod tests {
                 "scale.warm.hash-threads-jdefault",
                 "scale.warm.hash-procs-jdefault",
                 "scale.warm.hash-async-jdefault",
+                "scale.warm.hash-async-pool-jdefault",
+                "scale.warm.hash-async-uring-jdefault",
                 "scale2.warm.hash-serial",
                 "scale2.warm.hash-threads-jdefault",
                 "scale2.warm.hash-procs-jdefault",
                 "scale2.warm.hash-async-jdefault",
+                "scale2.warm.hash-async-pool-jdefault",
+                "scale2.warm.hash-async-uring-jdefault",
             ]
         );
         assert!(plan.benchmarks.iter().all(|b| b.runs == SCALE_RUNS));

@@ -5,8 +5,9 @@
 //! The hashrace binaries are not in the table: they come from
 //! [`hash_core::Strategy::ALL`] (binary `hash-<name>`), so a new strategy is raced
 //! without an edit here. `scripts/bench.sh` asks `hash-bench strategies` for the same
-//! list. A hasher whose `--help` lists `--io` is also raced once per non-default
-//! [`IoMode`] (`hash-async-pool`, `hash-async-uring`), at its default `-j` only.
+//! list. A hasher that hash-core gives an `--io` option ([`Strategy::has_io_option`]) is
+//! also raced once per non-default [`IoMode`] (`hash-async-pool`, `hash-async-uring`), at
+//! its default `-j` only.
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
