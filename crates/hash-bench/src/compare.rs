@@ -304,164 +304,35 @@ fn kind_order(kind: &str) -> u8 {
     }
 }
 
-/// Build the comparison of already loaded files (`label`, path, contents).
-pub fn build(files: &[(String, String, Results)], refused: Vec<Refused>) -> Comparison {
-    let columns: Vec<Column> = files
-        .iter()
-        .map(|(label, file, r)| Column {
-            label: label.clone(),
-            file: file.clone(),
-            sweep: r.sweep.clone(),
-            date: r.date.clone(),
-            commit: r.commit.clone(),
-            schema_version: r.schema_version,
-            hyperfine: format!(
-                "{} (JSON schema {})",
-                r.toolchain.hyperfine, r.toolchain.hyperfine_json_schema
-            ),
-            machine: r.machine.clone(),
-        })
-        .collect();
+/// A loaded results file: its label, the path as given, its contents.
+pub type Loaded = (String, String, Results);
 
-    // Group key: dataset name and spec hash, in order of first appearance.
-    let mut groups: Vec<(String, String, u64, u64)> = Vec::new();
-    for (_, _, r) in files {
-        for d in &r.datasets {
-            if !groups.iter().any(|g| g.0 == d.name && g.1 == d.spec_hash) {
-                groups.push((d.name.clone(), d.spec_hash.clone(), d.files, d.bytes));
-            }
-        }
-    }
-
+/// Build the comparison of already loaded files.
+pub fn build(files: &[Loaded], refused: Vec<Refused>) -> Comparison {
     let mut tables = Vec::new();
-    for (name, hash, nfiles, nbytes) in &groups {
-        let same_name: Vec<&String> = groups
-            .iter()
-            .filter(|g| &g.0 == name)
-            .map(|g| &g.1)
-            .collect();
-        let note = (same_name.len() > 1).then(|| {
-            let where_: Vec<String> = same_name
-                .iter()
-                .map(|h| {
-                    let in_: Vec<&str> = files
-                        .iter()
-                        .filter(|(_, _, r)| {
-                            r.datasets
-                                .iter()
-                                .any(|d| &d.name == name && &d.spec_hash == *h)
-                        })
-                        .map(|(l, _, _)| l.as_str())
-                        .collect();
-                    format!("spec {} in {}", short_hash(h), in_.join(", "))
-                })
-                .collect();
-            format!(
-                "`{name}` names different data in different files ({}): not the same \
-                 dataset, so these are shown apart and not compared.",
-                where_.join("; ")
-            )
-        });
-        let unit = if *nfiles > 0 && nbytes / nfiles < SMALL_FILE_MEAN_BYTES {
+    let groups = dataset_groups(files);
+    for g in &groups {
+        let note = spec_clash_note(g, &groups, files);
+        let unit = if g.files > 0 && g.bytes / g.files < SMALL_FILE_MEAN_BYTES {
             Unit::FilesPerS
         } else {
             Unit::MibPerS
         };
         for cache in [Cache::Warm, Cache::Cold] {
-            let mut present = Vec::new();
-            // (program, jobs) -> row, in order of first appearance.
-            let mut rows: Vec<Row> = Vec::new();
-            for (ci, (_, _, r)) in files.iter().enumerate() {
-                let Some(d) = r
-                    .datasets
-                    .iter()
-                    .find(|d| &d.name == name && &d.spec_hash == hash)
-                else {
-                    continue;
-                };
-                let benches: Vec<&BenchmarkResult> = r
-                    .benchmarks
-                    .iter()
-                    .filter(|b| b.dataset == d.name && b.cache == cache)
-                    .collect();
-                if benches.is_empty() {
-                    continue;
-                }
-                present.push(ci);
-                let baseline = benches
-                    .iter()
-                    .find(|b| b.program == BASELINE && b.valid)
-                    .map(|b| b.median_s);
-                for b in benches {
-                    let value = match unit {
-                        Unit::MibPerS => d.bytes as f64 / b.median_s / 1048576.0,
-                        Unit::FilesPerS => d.files as f64 / b.median_s,
-                    };
-                    let cell = Cell {
-                        value,
-                        median_s: b.median_s,
-                        vs_serial: baseline.map(|s| s / b.median_s),
-                        rank: None,
-                        valid: b.valid,
-                        flags: b.flags.clone(),
-                    };
-                    let i = match rows
-                        .iter()
-                        .position(|row| row.program == b.program && row.jobs == b.jobs)
-                    {
-                        Some(i) => i,
-                        None => {
-                            rows.push(Row {
-                                label: String::new(),
-                                program: b.program.clone(),
-                                kind: b.kind.name().to_string(),
-                                algorithm: b.algorithm.clone(),
-                                jobs: b.jobs,
-                                reference: b.kind == Kind::Reference,
-                                cells: vec![None; files.len()],
-                            });
-                            rows.len() - 1
-                        }
-                    };
-                    // A duplicate benchmark (same program, jobs) in one file: keep the first.
-                    if rows[i].cells[ci].is_none() {
-                        rows[i].cells[ci] = Some(cell);
-                    }
-                }
-            }
+            let (present, mut rows) = collect_rows(files, g, cache, unit);
             if present.is_empty() {
                 continue;
             }
-            for i in 0..rows.len() {
-                let swept = rows
-                    .iter()
-                    .any(|r| r.program == rows[i].program && r.jobs.is_some());
-                rows[i].label = row_label(&rows[i].program, &rows[i].kind, rows[i].jobs, swept);
-            }
+            label_rows(&mut rows);
             // Stable: appearance order within kind.
             rows.sort_by_key(|r| kind_order(&r.kind));
-            for &ci in &present {
-                let mut times: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| !r.reference)
-                    .filter_map(|r| r.cells[ci].as_ref())
-                    .filter(|c| c.valid)
-                    .map(|c| c.median_s)
-                    .collect();
-                times.sort_by(f64::total_cmp);
-                for row in rows.iter_mut().filter(|r| !r.reference) {
-                    if let Some(c) = row.cells[ci].as_mut().filter(|c| c.valid) {
-                        // Ties share a rank: 1 + the number of strictly faster runs.
-                        c.rank = Some(1 + times.iter().filter(|t| **t < c.median_s).count() as u32);
-                    }
-                }
-            }
+            rank_rows(&mut rows, &present);
             tables.push(Table {
-                dataset: name.clone(),
-                spec_hash: hash.clone(),
+                dataset: g.name.clone(),
+                spec_hash: g.spec_hash.clone(),
                 cache,
-                files: *nfiles,
-                bytes: *nbytes,
+                files: g.files,
+                bytes: g.bytes,
                 unit,
                 present,
                 note: note.clone(),
@@ -470,9 +341,192 @@ pub fn build(files: &[(String, String, Results)], refused: Vec<Refused>) -> Comp
         }
     }
     Comparison {
-        columns,
+        columns: files.iter().map(column).collect(),
         tables,
         refused,
+    }
+}
+
+/// The column of one file: its label and the facts of its machine and sweep.
+fn column((label, file, r): &Loaded) -> Column {
+    Column {
+        label: label.clone(),
+        file: file.clone(),
+        sweep: r.sweep.clone(),
+        date: r.date.clone(),
+        commit: r.commit.clone(),
+        schema_version: r.schema_version,
+        hyperfine: format!(
+            "{} (JSON schema {})",
+            r.toolchain.hyperfine, r.toolchain.hyperfine_json_schema
+        ),
+        machine: r.machine.clone(),
+    }
+}
+
+/// A dataset as the tables group it: a name measured on one spec.
+struct DatasetGroup {
+    name: String,
+    spec_hash: String,
+    files: u64,
+    bytes: u64,
+}
+
+/// The distinct (dataset name, spec hash) pairs of all files, in order of first
+/// appearance.
+fn dataset_groups(files: &[Loaded]) -> Vec<DatasetGroup> {
+    let mut groups: Vec<DatasetGroup> = Vec::new();
+    for (_, _, r) in files {
+        for d in &r.datasets {
+            if !groups
+                .iter()
+                .any(|g| g.name == d.name && g.spec_hash == d.spec_hash)
+            {
+                groups.push(DatasetGroup {
+                    name: d.name.clone(),
+                    spec_hash: d.spec_hash.clone(),
+                    files: d.files,
+                    bytes: d.bytes,
+                });
+            }
+        }
+    }
+    groups
+}
+
+/// Why `g` is shown apart, when other files use its name for different data.
+fn spec_clash_note(g: &DatasetGroup, groups: &[DatasetGroup], files: &[Loaded]) -> Option<String> {
+    let same_name: Vec<&str> = groups
+        .iter()
+        .filter(|o| o.name == g.name)
+        .map(|o| o.spec_hash.as_str())
+        .collect();
+    if same_name.len() < 2 {
+        return None;
+    }
+    let where_: Vec<String> = same_name
+        .iter()
+        .map(|h| {
+            let in_: Vec<&str> = files
+                .iter()
+                .filter(|(_, _, r)| {
+                    r.datasets
+                        .iter()
+                        .any(|d| d.name == g.name && d.spec_hash == *h)
+                })
+                .map(|(l, _, _)| l.as_str())
+                .collect();
+            format!("spec {} in {}", short_hash(h), in_.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "`{}` names different data in different files ({}): not the same \
+         dataset, so these are shown apart and not compared.",
+        g.name,
+        where_.join("; ")
+    ))
+}
+
+/// One row per (program, jobs) measured on `g` in `cache` by any file, with a cell per
+/// file (unlabelled, unranked), and the indexes of the files that measured it.
+fn collect_rows(
+    files: &[Loaded],
+    g: &DatasetGroup,
+    cache: Cache,
+    unit: Unit,
+) -> (Vec<usize>, Vec<Row>) {
+    let mut present = Vec::new();
+    // (program, jobs) -> row, in order of first appearance.
+    let mut rows: Vec<Row> = Vec::new();
+    for (ci, (_, _, r)) in files.iter().enumerate() {
+        let Some(d) = r
+            .datasets
+            .iter()
+            .find(|d| d.name == g.name && d.spec_hash == g.spec_hash)
+        else {
+            continue;
+        };
+        let benches: Vec<&BenchmarkResult> = r
+            .benchmarks
+            .iter()
+            .filter(|b| b.dataset == d.name && b.cache == cache)
+            .collect();
+        if benches.is_empty() {
+            continue;
+        }
+        present.push(ci);
+        let baseline = benches
+            .iter()
+            .find(|b| b.program == BASELINE && b.valid)
+            .map(|b| b.median_s);
+        for b in benches {
+            let value = match unit {
+                Unit::MibPerS => d.bytes as f64 / b.median_s / 1048576.0,
+                Unit::FilesPerS => d.files as f64 / b.median_s,
+            };
+            let cell = Cell {
+                value,
+                median_s: b.median_s,
+                vs_serial: baseline.map(|s| s / b.median_s),
+                rank: None,
+                valid: b.valid,
+                flags: b.flags.clone(),
+            };
+            let i = match rows
+                .iter()
+                .position(|row| row.program == b.program && row.jobs == b.jobs)
+            {
+                Some(i) => i,
+                None => {
+                    rows.push(Row {
+                        label: String::new(),
+                        program: b.program.clone(),
+                        kind: b.kind.name().to_string(),
+                        algorithm: b.algorithm.clone(),
+                        jobs: b.jobs,
+                        reference: b.kind == Kind::Reference,
+                        cells: vec![None; files.len()],
+                    });
+                    rows.len() - 1
+                }
+            };
+            // A duplicate benchmark (same program, jobs) in one file: keep the first.
+            if rows[i].cells[ci].is_none() {
+                rows[i].cells[ci] = Some(cell);
+            }
+        }
+    }
+    (present, rows)
+}
+
+/// Label each row; a program measured at some `-j` labels its run without one as its
+/// default.
+fn label_rows(rows: &mut [Row]) {
+    for i in 0..rows.len() {
+        let swept = rows
+            .iter()
+            .any(|r| r.program == rows[i].program && r.jobs.is_some());
+        rows[i].label = row_label(&rows[i].program, &rows[i].kind, rows[i].jobs, swept);
+    }
+}
+
+/// Rank the valid, non-reference cells of each present column by median (1: fastest).
+fn rank_rows(rows: &mut [Row], present: &[usize]) {
+    for &ci in present {
+        let mut times: Vec<f64> = rows
+            .iter()
+            .filter(|r| !r.reference)
+            .filter_map(|r| r.cells[ci].as_ref())
+            .filter(|c| c.valid)
+            .map(|c| c.median_s)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        for row in rows.iter_mut().filter(|r| !r.reference) {
+            if let Some(c) = row.cells[ci].as_mut().filter(|c| c.valid) {
+                // Ties share a rank: 1 + the number of strictly faster runs.
+                c.rank = Some(1 + times.iter().filter(|t| **t < c.median_s).count() as u32);
+            }
+        }
     }
 }
 
@@ -510,7 +564,7 @@ pub fn compare_paths(args: &[PathBuf]) -> Comparison {
             Err(e) => refused.push(Refused::new(p, &format!("{e:#}"))),
         }
     }
-    let files: Vec<(String, String, Results)> = labels(&ok_paths)
+    let files: Vec<Loaded> = labels(&ok_paths)
         .into_iter()
         .zip(&ok_paths)
         .zip(views)
