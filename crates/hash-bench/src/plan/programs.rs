@@ -227,9 +227,9 @@ impl Def {
 }
 
 /// Every program but the hashrace binaries, in report order within each group. The
-/// figures of the cost model are from docs/BENCHMARKING.md's measurements of the
-/// 2-vCPU reference machine, between the idle ones and those with the other core busy;
-/// they only need to be right within a factor of two.
+/// figures of the cost model are measurements of the 2-vCPU reference machine (the
+/// limits table in section 1 of `results/VERDICT.md`), between the idle ones and those
+/// with the other core busy; they only need to be right within a factor of two.
 pub const TABLE: &[Def] = &[
     {
         let mut d = Def::peer(
