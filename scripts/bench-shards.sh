@@ -34,7 +34,8 @@ Options:
 Sharding overhead = mean(shards-list) / mean(single) - 1: what splitting costs when the
 shards share one machine (N processes, N plans, the list read N times). Merge cost =
 mean(merge), also as a fraction of mean(single). On a cluster each shard has a node to
-itself; docs/scale-out.md and the issue-11 note turn these figures into an estimate.
+itself and shares nothing, so N nodes take about mean(list) + mean(single) / N +
+mean(merge) (shards are balanced by bytes); docs/scale-out.md shows how to run them.
 EOF
 }
 

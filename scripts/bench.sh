@@ -18,7 +18,8 @@ Usage: scripts/bench.sh [--quick | --smoke] [OPTIONS]
 Benchmarks hash-serial, hash-threads, hash-procs and hash-async (release builds) against
 each other and against installed peers, on generated datasets, with the data warm (in the
 page cache) and cold (evicted right before every timed run), and writes
-results/<host>-<date>-<sweep>.json plus a directory of raw hyperfine exports beside it.
+results/<host>-<date>-<sweep>.json (self-contained: every timed run is in it), plus a
+directory of raw hyperfine exports beside it that stays local (git-ignored).
 
 Sweeps:
   (default)        shards (64 x 8 MiB), small (20,000 x 4 KiB), huge (1 x 2 GiB),
@@ -71,8 +72,8 @@ How it measures:
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
   * Rows raced besides the hashers and peers (see results/README.md):
     - hash-threads/-procs/-async at each --jobs value AND with no -j at all
-      ("-j default"); hash-async-pool and hash-async-uring (default -j) when
-      'hash-async --help' lists --io.
+      ("-j default"); hash-async-pool and hash-async-uring (default -j): each
+      non-default --io mode of a hasher that hash-core gives an --io option.
     - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling:
       the dataset's file sizes hashed in memory, no I/O; warm only) and
       ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,

@@ -16,15 +16,18 @@
 //! Bars, rather than a log axis, because the question is "how much faster", which a
 //! linear axis answers at a glance.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::compare::{fmt_num, jobs_sweeps, Comparison, Table, BASELINE};
+use crate::compare::{fmt_num, jobs_sweeps, Cell, Comparison, Row, Table, BASELINE};
+use crate::util::REL_TOLERANCE;
 
 const FONT: &str = "sans-serif";
 /// One colour per results file (column); the Tableau palette, legible on white.
@@ -39,6 +42,10 @@ const PALETTE: [RGBColor; 6] = [
 /// Colours of the scaling chart's program lines.
 const LINES: [RGBColor; 6] = PALETTE;
 const GREY: RGBColor = RGBColor(110, 110, 110);
+
+/// The smallest top of a value axis, so that a chart of all-zero values still has a
+/// range to draw in. Not a tolerance: nothing is compared against it.
+const MIN_AXIS_MAX: f64 = 1e-9;
 
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
@@ -72,11 +79,12 @@ pub fn table_stem(t: &Table) -> String {
     s
 }
 
-/// The throughput chart of one table, as SVG text.
+/// The throughput chart of one table: a bar per program and file, the reference rows
+/// as dashed vertical lines labelled in lanes above the bars.
 pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
-    let bars: Vec<&crate::compare::Row> = t.rows.iter().filter(|r| !r.reference).collect();
+    let bars: Vec<&Row> = t.rows.iter().filter(|r| !r.reference).collect();
     // One lane per (reference row, column) line above the bars.
-    let refs: Vec<(usize, &crate::compare::Row, usize)> = t
+    let refs: Vec<(usize, &Row, usize)> = t
         .rows
         .iter()
         .filter(|r| r.reference)
@@ -120,9 +128,10 @@ pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
             .flat_map(|r| t.present.iter().filter_map(|&ci| r.cells[ci].as_ref()))
             .map(|cell| cell.value)
             .fold(0.0f64, f64::max)
-            .max(1e-9);
+            .max(MIN_AXIS_MAX);
         let nrows = bars.len() as f64;
         let lanes = refs.len() as f64 * lane_px as f64 / row_px as f64;
+        let lane_h = lane_px as f64 / row_px as f64;
         let label_chars = bars.iter().map(|r| r.label.len()).max().unwrap_or(8);
         let mut chart = ChartBuilder::on(&body)
             .margin_left(12)
@@ -146,98 +155,122 @@ pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
             .light_line_style(WHITE)
             .draw()
             .map_err(err)?;
-
-        let label_style = TextStyle::from((FONT, 16).into_font());
-        let slot = 0.8 / ncol as f64;
-        for (i, row) in bars.iter().enumerate() {
-            let base = nrows - 1.0 - i as f64;
-            let (lx, ly) = chart.backend_coord(&(0.0, base + 0.5));
-            root.draw(&Text::new(
-                row.label.clone(),
-                (lx - 8, ly),
-                label_style.pos(Pos::new(HPos::Right, VPos::Center)),
-            ))
-            .map_err(err)?;
-            for (k, &ci) in t.present.iter().enumerate() {
-                let Some(cell) = row.cells[ci].as_ref() else {
-                    continue;
-                };
-                let y1 = base + 0.9 - k as f64 * slot;
-                let y0 = y1 - slot * 0.9;
-                let col = color(ci);
-                let fill = if cell.valid {
-                    col.filled()
-                } else {
-                    col.mix(0.25).filled()
-                };
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(0.0, y0), (cell.value, y1)],
-                        fill,
-                    )))
-                    .map_err(err)?;
-                let mut text = fmt_num(cell.value);
-                if !cell.valid {
-                    text.push_str("  flagged, not ranked");
-                } else if let Some(r) = cell.rank {
-                    text.push_str(&format!("  #{r}"));
-                }
-                let (px, py) = chart.backend_coord(&(cell.value, (y0 + y1) / 2.0));
-                root.draw(&Text::new(
-                    text,
-                    (px + 5, py),
-                    TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
-                ))
-                .map_err(err)?;
-            }
-        }
-        // Reference lines, each labelled in its own lane above the bars.
-        let lane_h = lane_px as f64 / row_px as f64;
+        draw_bars(&root, &mut chart, &bars, &t.present)?;
         for (lane, row, ci) in &refs {
-            let Some(cell) = row.cells[*ci].as_ref() else {
-                continue;
-            };
             let top_y = nrows + (*lane as f64 + 0.5) * lane_h;
-            let style = ShapeStyle::from(&color(*ci)).stroke_width(2);
-            chart
-                .draw_series(std::iter::once(DashedPathElement::new(
-                    vec![(cell.value, 0.0), (cell.value, top_y)],
-                    6,
-                    4,
-                    style,
-                )))
-                .map_err(err)?;
-            let algo = if row.algorithm.is_empty() || row.algorithm == "sha256" {
-                String::new()
-            } else {
-                format!(" ({})", row.algorithm)
-            };
-            let mut text = format!(
-                "{}{algo}: {} {}",
-                row.label,
-                fmt_num(cell.value),
-                t.unit.name()
-            );
-            if !cell.valid {
-                text.push_str(" (flagged)");
-            }
-            // Label on the side of the line with more room.
-            let right = cell.value > max * 0.55;
-            let (px, py) = chart.backend_coord(&(cell.value, top_y));
-            root.draw(&Text::new(
-                text,
-                (if right { px - 5 } else { px + 5 }, py),
-                TextStyle::from((FONT, 14).into_font()).pos(Pos::new(
-                    if right { HPos::Right } else { HPos::Left },
-                    VPos::Center,
-                )),
-            ))
-            .map_err(err)?;
+            draw_reference_line(&root, &mut chart, t, row, *ci, top_y, max)?;
         }
         root.present().map_err(err)?;
     }
     svg.push('\n');
     Ok(svg)
+}
+
+/// The whole SVG canvas.
+type Area<'b> = DrawingArea<SVGBackend<'b>, Shift>;
+/// A chart on it with two linear axes.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The bars of a throughput chart: a row per program (top to bottom), a bar per present
+/// column within it, pale and marked when flagged, the value and rank after each.
+fn draw_bars(root: &Area, chart: &mut Chart, bars: &[&Row], present: &[usize]) -> Result<()> {
+    let label_style = TextStyle::from((FONT, 16).into_font());
+    let nrows = bars.len() as f64;
+    let slot = 0.8 / present.len().max(1) as f64;
+    for (i, row) in bars.iter().enumerate() {
+        let base = nrows - 1.0 - i as f64;
+        let (lx, ly) = chart.backend_coord(&(0.0, base + 0.5));
+        root.draw(&Text::new(
+            row.label.clone(),
+            (lx - 8, ly),
+            label_style.pos(Pos::new(HPos::Right, VPos::Center)),
+        ))
+        .map_err(err)?;
+        for (k, &ci) in present.iter().enumerate() {
+            let Some(cell) = row.cells[ci].as_ref() else {
+                continue;
+            };
+            let y1 = base + 0.9 - k as f64 * slot;
+            let y0 = y1 - slot * 0.9;
+            let col = color(ci);
+            let fill = if cell.valid {
+                col.filled()
+            } else {
+                col.mix(0.25).filled()
+            };
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y0), (cell.value, y1)],
+                    fill,
+                )))
+                .map_err(err)?;
+            let mut text = fmt_num(cell.value);
+            if !cell.valid {
+                text.push_str("  flagged, not ranked");
+            } else if let Some(r) = cell.rank {
+                text.push_str(&format!("  #{r}"));
+            }
+            let (px, py) = chart.backend_coord(&(cell.value, (y0 + y1) / 2.0));
+            root.draw(&Text::new(
+                text,
+                (px + 5, py),
+                TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
+    }
+    Ok(())
+}
+
+/// A reference row's value in column `ci` as a dashed vertical line up to `top_y` (its
+/// lane above the bars), labelled on the side with more room.
+fn draw_reference_line(
+    root: &Area,
+    chart: &mut Chart,
+    t: &Table,
+    row: &Row,
+    ci: usize,
+    top_y: f64,
+    max: f64,
+) -> Result<()> {
+    let Some(cell) = row.cells[ci].as_ref() else {
+        return Ok(());
+    };
+    let style = ShapeStyle::from(&color(ci)).stroke_width(2);
+    chart
+        .draw_series(std::iter::once(DashedPathElement::new(
+            vec![(cell.value, 0.0), (cell.value, top_y)],
+            6,
+            4,
+            style,
+        )))
+        .map_err(err)?;
+    let algo = if row.algorithm.is_empty() || row.algorithm == "sha256" {
+        String::new()
+    } else {
+        format!(" ({})", row.algorithm)
+    };
+    let mut text = format!(
+        "{}{algo}: {} {}",
+        row.label,
+        fmt_num(cell.value),
+        t.unit.name()
+    );
+    if !cell.valid {
+        text.push_str(" (flagged)");
+    }
+    let right = cell.value > max * 0.55;
+    let (px, py) = chart.backend_coord(&(cell.value, top_y));
+    root.draw(&Text::new(
+        text,
+        (if right { px - 5 } else { px + 5 }, py),
+        TextStyle::from((FONT, 14).into_font()).pos(Pos::new(
+            if right { HPos::Right } else { HPos::Left },
+            VPos::Center,
+        )),
+    ))
+    .map_err(err)?;
+    Ok(())
 }
 
 /// A legend line per results file: a colour swatch and the file's label with its machine.
@@ -255,12 +288,10 @@ fn draw_legend(
             color(ci).filled(),
         ))
         .map_err(err)?;
-        let cores = col
-            .machine
-            .available_cpus
-            .map(|n| format!(", {n} CPUs"))
-            .unwrap_or_default();
-        let text = format!("{} ({}{cores})", col.label, col.machine.cpu_model);
+        let text = format!(
+            "{} ({}, {} CPUs)",
+            col.label, col.machine.cpu_model, col.machine.available_cpus
+        );
         area.draw(&Text::new(
             text,
             (36, y + 10),
@@ -293,7 +324,7 @@ pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<St
         .flatten()
         .map(|(_, c)| c.value)
         .chain(flat.iter().map(|f| f.1));
-    let max = all.fold(0.0f64, f64::max).max(1e-9);
+    let max = all.fold(0.0f64, f64::max).max(MIN_AXIS_MAX);
     let jmax = sweeps
         .values()
         .flatten()
@@ -326,7 +357,8 @@ pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<St
             .map_err(err)?;
         let tick_fmt = |x: &f64| {
             let k = x.round();
-            if (x - k).abs() < 1e-6 && k >= 0.0 {
+            // Ticks are log2(jobs), of order 1: the relative tolerance serves as absolute.
+            if (x - k).abs() <= REL_TOLERANCE && k >= 0.0 {
                 format!("{}", 1u64 << (k as u32))
             } else {
                 String::new()
@@ -347,78 +379,99 @@ pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<St
             .bold_line_style(RGBColor(225, 225, 225))
             .draw()
             .map_err(err)?;
-        let x0 = -0.3f64;
-        for (label, value, reference) in &flat {
-            let style = ShapeStyle::from(&GREY).stroke_width(1);
-            let line = vec![(x0, *value), (x1, *value)];
-            if *reference {
-                chart
-                    .draw_series(std::iter::once(DashedPathElement::new(line, 6, 4, style)))
-                    .map_err(err)?;
-            } else {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(line, style)))
-                    .map_err(err)?;
-            }
-            let (px, py) = chart.backend_coord(&(x0, *value));
-            root.draw(&Text::new(
-                format!("{label}: {}", fmt_num(*value)),
-                (px + 6, py - 4),
-                TextStyle::from((FONT, 14).into_font())
-                    .color(&GREY)
-                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
-            ))
-            .map_err(err)?;
-        }
-        // Lines are labelled at their right end (no legend box to hide a line), pushed
-        // apart vertically where two ends are close.
-        let mut ends: Vec<(i32, i32, String, RGBColor)> = Vec::new();
-        for (i, (program, points)) in sweeps.iter().enumerate() {
-            let col = LINES[i % LINES.len()];
-            let style = ShapeStyle::from(&col).stroke_width(3);
-            let pts: Vec<(f64, f64)> = points
-                .iter()
-                .map(|(j, c)| ((*j as f64).log2(), c.value))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), style))
-                .map_err(err)?;
-            chart
-                .draw_series(points.iter().map(|(j, c)| {
-                    // Hollow: flagged.
-                    let style = if c.valid {
-                        col.filled()
-                    } else {
-                        col.stroke_width(2)
-                    };
-                    Circle::new(((*j as f64).log2(), c.value), 5, style)
-                }))
-                .map_err(err)?;
-            if let Some(last) = pts.last() {
-                let (px, py) = chart.backend_coord(last);
-                ends.push((px, py, program.clone(), col));
-            }
-        }
-        ends.sort_by_key(|e| e.1);
-        for i in 1..ends.len() {
-            if ends[i].1 - ends[i - 1].1 < 18 {
-                ends[i].1 = ends[i - 1].1 + 18;
-            }
-        }
-        for (px, py, program, col) in ends {
-            root.draw(&Text::new(
-                program,
-                (px + 12, py),
-                TextStyle::from((FONT, 16).into_font())
-                    .color(&col)
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(err)?;
-        }
+        draw_flat_lines(&root, &mut chart, &flat, -0.3, x1)?;
+        draw_sweeps(&root, &mut chart, &sweeps)?;
         root.present().map_err(err)?;
     }
     svg.push('\n');
     Ok(Some(svg))
+}
+
+/// Horizontal lines across the scaling chart from `x0` to `x1`, labelled at the left:
+/// hash-serial solid, the references dashed, all grey.
+fn draw_flat_lines(
+    root: &Area,
+    chart: &mut Chart,
+    flat: &[(String, f64, bool)],
+    x0: f64,
+    x1: f64,
+) -> Result<()> {
+    for (label, value, reference) in flat {
+        let style = ShapeStyle::from(&GREY).stroke_width(1);
+        let line = vec![(x0, *value), (x1, *value)];
+        if *reference {
+            chart
+                .draw_series(std::iter::once(DashedPathElement::new(line, 6, 4, style)))
+                .map_err(err)?;
+        } else {
+            chart
+                .draw_series(std::iter::once(PathElement::new(line, style)))
+                .map_err(err)?;
+        }
+        let (px, py) = chart.backend_coord(&(x0, *value));
+        root.draw(&Text::new(
+            format!("{label}: {}", fmt_num(*value)),
+            (px + 6, py - 4),
+            TextStyle::from((FONT, 14).into_font())
+                .color(&GREY)
+                .pos(Pos::new(HPos::Left, VPos::Bottom)),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// One line per program against log2(-j), with a dot per point (hollow: flagged).
+/// Lines are labelled at their right end (no legend box to hide a line), pushed apart
+/// vertically where two ends are close.
+fn draw_sweeps(
+    root: &Area,
+    chart: &mut Chart,
+    sweeps: &BTreeMap<String, Vec<(u32, Cell)>>,
+) -> Result<()> {
+    let mut ends: Vec<(i32, i32, String, RGBColor)> = Vec::new();
+    for (i, (program, points)) in sweeps.iter().enumerate() {
+        let col = LINES[i % LINES.len()];
+        let style = ShapeStyle::from(&col).stroke_width(3);
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .map(|(j, c)| ((*j as f64).log2(), c.value))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), style))
+            .map_err(err)?;
+        chart
+            .draw_series(points.iter().map(|(j, c)| {
+                let style = if c.valid {
+                    col.filled()
+                } else {
+                    col.stroke_width(2)
+                };
+                Circle::new(((*j as f64).log2(), c.value), 5, style)
+            }))
+            .map_err(err)?;
+        if let Some(last) = pts.last() {
+            let (px, py) = chart.backend_coord(last);
+            ends.push((px, py, program.clone(), col));
+        }
+    }
+    ends.sort_by_key(|e| e.1);
+    for i in 1..ends.len() {
+        if ends[i].1 - ends[i - 1].1 < 18 {
+            ends[i].1 = ends[i - 1].1 + 18;
+        }
+    }
+    for (px, py, program, col) in ends {
+        root.draw(&Text::new(
+            program,
+            (px + 12, py),
+            TextStyle::from((FONT, 16).into_font())
+                .color(&col)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// Write every chart of a comparison into `out`; returns the files written.
@@ -492,7 +545,7 @@ mod tests {
         let t = table(&c, "big", Cache::Warm);
         let all = texts(&throughput_svg(&c, t).unwrap());
         for want in [
-            "big, warm: median throughput (MiB/s), 4 files, 64.0 MiB",
+            "big, warm: median throughput (MiB/s), 4 files, 64.00 MiB",
             "a (Test CPU A, 2 CPUs)",
             "b (Test CPU B, 8 CPUs)",
             "hash-serial",

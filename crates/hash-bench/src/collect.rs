@@ -13,9 +13,9 @@ use std::time::SystemTime;
 use anyhow::{bail, Context, Result};
 
 use crate::cache::ResidencySample;
-use crate::hyperfine::parse_single;
+use crate::hyperfine::{parse_single, Timing};
 use crate::maxrss::RssSample;
-use crate::plan::{self, Cache, Kind};
+use crate::plan::{self, Cache, Kind, Plan, PlanDataset, PlanEntry};
 use crate::results::{
     validate, BenchmarkResult, DatasetResult, ResidencySummary, Results, Settings, Toolchain,
     SCHEMA_VERSION,
@@ -23,180 +23,40 @@ use crate::results::{
 use crate::util::{median, utc_stamps, version_line};
 use crate::verify::{record_path, Verified};
 
+/// How peak RSS is measured, as recorded in `settings.rss_method`.
+const RSS_METHOD: &str = "one extra untimed run per benchmark (cold: evicted first) under \
+    `hash-bench maxrss`. peak_rss_kib: getrusage(RUSAGE_CHILDREN).ru_maxrss, the largest \
+    single process. peak_rss_tree_kib: the command's process tree sampled every 2 ms \
+    (/proc/<pid>/task/*/children, recursively), the sum over every process seen of its \
+    largest VmHWM, and at least peak_rss_kib";
+
 /// Build the results from `work` (does not write anything).
 pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
     let plan = plan::read(work)?;
     let (date, _) = utc_stamps(SystemTime::now());
-    let mut datasets = Vec::new();
-    for d in &plan.datasets {
-        let rec = record_path(work, &d.spec.name);
-        let text = std::fs::read_to_string(&rec).with_context(|| {
-            format!(
-                "{} was not verified ({} missing)",
-                d.spec.name,
-                rec.display()
-            )
-        })?;
-        let v: Verified = serde_json::from_str(&text)?;
-        datasets.push(DatasetResult {
-            name: d.spec.name.clone(),
-            spec: d.spec.clone(),
-            spec_hash: d.spec_hash.clone(),
-            files: d.files,
-            bytes: d.bytes,
-            largest_file_bytes: d.largest,
-            expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
-            verified_output_sha256: v.output_sha256,
-            caches: d.caches.clone(),
-            note: d.note.clone(),
-        });
-    }
+    let datasets = verified_datasets(work, &plan)?;
+    let limits = Limits {
+        cold_max_resident_percent: plan.cold_max_resident_percent,
+        warm_min_resident_percent: plan.warm_min_resident_percent,
+    };
     let mut benchmarks = Vec::new();
     let mut json_schema = None;
     for b in &plan.benchmarks {
-        let export = plan::export_path(work, &b.id);
-        if !export.is_file() {
+        if !plan::export_path(work, &b.id).is_file() {
             bail!(
                 "benchmark {} has not run ({} missing); rerun bench.sh to resume",
                 b.id,
-                export.display()
+                plan::export_path(work, &b.id).display()
             );
         }
-        let t = parse_single(&export)?;
-        if json_schema.is_some_and(|s| s != t.json_schema) {
+        let m = measure(&work.join("raw"), &b.id, b.cache, b.runs, limits)?;
+        if json_schema.is_some_and(|s| s != m.timing.json_schema) {
             bail!("exports of different hyperfine JSON schemas in one sweep");
         }
-        json_schema = Some(t.json_schema);
-        let d = plan
-            .datasets
-            .iter()
-            .find(|d| d.spec.name == b.dataset)
-            .expect("planned dataset");
-        let mut flags = Vec::new();
-        if t.times_s.len() != b.runs as usize {
-            flags.push(format!(
-                "{} timed runs recorded, {} planned",
-                t.times_s.len(),
-                b.runs
-            ));
-        }
-        // hyperfine runs --prepare before every warm-up and timed run, in order: the last
-        // `runs` samples belong to the timed runs.
-        let samples = ResidencySample::read_all(&plan::residency_record(work, &b.id))?;
-        let timed: Vec<f64> = samples
-            .iter()
-            .skip(samples.len().saturating_sub(t.times_s.len()))
-            .map(|s| s.percent)
-            .collect();
-        if timed.len() < t.times_s.len() {
-            bail!(
-                "benchmark {}: {} residency samples for {} runs",
-                b.id,
-                timed.len(),
-                t.times_s.len()
-            );
-        }
-        for (i, p) in timed.iter().enumerate() {
-            match b.cache {
-                Cache::Cold if *p > plan.cold_max_resident_percent => flags.push(format!(
-                    "cold run {} started with {p:.1} % of the data resident (limit {} %)",
-                    i + 1,
-                    plan.cold_max_resident_percent
-                )),
-                Cache::Warm if *p < plan.warm_min_resident_percent => flags.push(format!(
-                    "warm run {} started with only {p:.1} % of the data resident (floor {} %)",
-                    i + 1,
-                    plan.warm_min_resident_percent
-                )),
-                _ => {}
-            }
-        }
-        for (i, c) in t.exit_codes.iter().enumerate() {
-            if *c != Some(0) {
-                flags.push(format!("run {} exited with {c:?}", i + 1));
-            }
-        }
-        let rss_file = plan::rss_path(work, &b.id);
-        let rss: Option<RssSample> = match std::fs::read_to_string(&rss_file) {
-            Ok(text) => Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("parsing {}", rss_file.display()))?,
-            ),
-            Err(_) => None,
-        };
-        let peak_rss_tree_kib = rss.as_ref().and_then(|r| r.tree_sum_kib);
-        let peak_rss_kib = match (&rss, t.peak_rss_bytes) {
-            (Some(r), _) => Some(r.max_rss_kib),
-            (None, Some(bytes)) => Some(bytes / 1024),
-            (None, None) => None,
-        };
-        let m = t.median();
-        benchmarks.push(BenchmarkResult {
-            id: b.id.clone(),
-            dataset: b.dataset.clone(),
-            cache: b.cache,
-            program: b.program.clone(),
-            kind: b.kind,
-            algorithm: plan
-                .programs
-                .iter()
-                .find(|p| p.name == b.program)
-                .map(|p| p.algorithm.clone())
-                .unwrap_or_default(),
-            jobs: b.jobs,
-            default_jobs: b.default_jobs,
-            command: b.command.clone(),
-            prepare: b.prepare.clone(),
-            runs: t.times_s.len() as u32,
-            warmup: b.warmup,
-            times_s: t.times_s.clone(),
-            median_s: m,
-            mean_s: t.mean(),
-            stddev_s: t.stddev(),
-            min_s: t.min(),
-            max_s: t.max(),
-            user_s: t.user_s,
-            system_s: t.system_s,
-            exit_codes: t.exit_codes.clone(),
-            mib_per_s: if m > 0.0 {
-                d.bytes as f64 / m / 1048576.0
-            } else {
-                0.0
-            },
-            files_per_s: if m > 0.0 { d.files as f64 / m } else { 0.0 },
-            speedup_vs_serial: None,
-            peak_rss_kib,
-            peak_rss_tree_kib,
-            residency: ResidencySummary {
-                min_percent: timed.iter().copied().fold(f64::INFINITY, f64::min),
-                max_percent: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                median_percent: median(&timed).unwrap_or(0.0),
-                per_run_percent: timed,
-            },
-            valid: flags.is_empty(),
-            flags,
-            raw_export: export
-                .file_name()
-                .expect("file")
-                .to_string_lossy()
-                .into_owned(),
-        });
+        json_schema = Some(m.timing.json_schema);
+        benchmarks.push(planned_benchmark(&plan, b, m));
     }
-    // Speed relative to hash-serial on the same dataset and cache state.
-    let serial: Vec<(String, Cache, f64)> = benchmarks
-        .iter()
-        .filter(|b| b.program == "hash-serial")
-        .map(|b| (b.dataset.clone(), b.cache, b.median_s))
-        .collect();
-    for b in &mut benchmarks {
-        b.speedup_vs_serial = serial
-            .iter()
-            .find(|(d, c, _)| *d == b.dataset && *c == b.cache)
-            .filter(|(_, _, s)| b.median_s > 0.0 && *s > 0.0)
-            .map(|(_, _, s)| s / b.median_s);
-    }
-    let hyperfine_version =
-        version_line(hyperfine, &["--version"]).unwrap_or_else(|| "unknown".into());
+    set_speedups(&mut benchmarks);
     Ok(Results {
         schema_version: SCHEMA_VERSION,
         sweep: plan.sweep.clone(),
@@ -208,7 +68,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
         toolchain: Toolchain {
             rustc: version_line("rustc", &["--version"]),
             cargo: version_line("cargo", &["--version"]),
-            hyperfine: hyperfine_version,
+            hyperfine: version_line(hyperfine, &["--version"]).unwrap_or_else(|| "unknown".into()),
             hyperfine_json_schema: json_schema.unwrap_or(1),
         },
         settings: Settings {
@@ -219,19 +79,229 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             warm_min_resident_percent: plan.warm_min_resident_percent,
             data_root: plan.data_root.clone(),
             bin_dir: plan.bin_dir.clone(),
-            rss_method: "one extra untimed run per benchmark (cold: evicted first) under \
-                         `hash-bench maxrss`. peak_rss_kib: getrusage(RUSAGE_CHILDREN).ru_maxrss, \
-                         the largest single process. peak_rss_tree_kib: the command's process \
-                         tree sampled every 2 ms (/proc/<pid>/task/*/children, recursively), \
-                         the sum over every process seen of its largest VmHWM, and at least \
-                         peak_rss_kib"
-                .into(),
+            rss_method: RSS_METHOD.into(),
         },
         programs: plan.programs.clone(),
         datasets,
         benchmarks,
-        raw_dir: String::new(),
+        raw_dir: None,
     })
+}
+
+/// Every planned dataset with the output digest its verification recorded; a dataset
+/// without a record was never checked, and its timings would not be worth keeping.
+fn verified_datasets(work: &Path, plan: &Plan) -> Result<Vec<DatasetResult>> {
+    plan.datasets
+        .iter()
+        .map(|d| {
+            let rec = record_path(work, &d.spec.name);
+            let text = std::fs::read_to_string(&rec).with_context(|| {
+                format!(
+                    "{} was not verified ({} missing)",
+                    d.spec.name,
+                    rec.display()
+                )
+            })?;
+            let v: Verified = serde_json::from_str(&text)?;
+            Ok(DatasetResult {
+                name: d.spec.name.clone(),
+                spec: d.spec.clone(),
+                spec_hash: d.spec_hash.clone(),
+                files: d.files,
+                bytes: d.bytes,
+                largest_file_bytes: d.largest,
+                expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
+                verified_output_sha256: v.output_sha256,
+                caches: d.caches.clone(),
+                note: d.note.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The residency limits a run must meet to be valid.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// A cold run may start with at most this share resident, percent.
+    pub cold_max_resident_percent: f64,
+    /// A warm run must start with at least this share resident, percent.
+    pub warm_min_resident_percent: f64,
+}
+
+/// What one benchmark's raw records say: hyperfine's timing, the residency before each
+/// timed run, the peak RSS, and the flags they raise.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// hyperfine's export.
+    pub timing: Timing,
+    /// Residency before each timed run.
+    pub residency: ResidencySummary,
+    /// Largest single process's peak RSS, KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// Sum of the process tree's peaks, KiB.
+    pub peak_rss_tree_kib: Option<u64>,
+    /// Why the numbers are not trustworthy (empty: they are).
+    pub flags: Vec<String>,
+}
+
+/// Read benchmark `id`'s raw records from `raw` (`<id>.hyperfine.json`,
+/// `<id>.residency.jsonl`, `<id>.rss.json`), as planned for `runs` timed runs.
+pub fn measure(raw: &Path, id: &str, cache: Cache, runs: u32, limits: Limits) -> Result<Measured> {
+    let timing = parse_single(&raw.join(format!("{id}.hyperfine.json")))?;
+    let mut flags = Vec::new();
+    if timing.times_s.len() != runs as usize {
+        flags.push(format!(
+            "{} timed runs recorded, {runs} planned",
+            timing.times_s.len()
+        ));
+    }
+    let samples = ResidencySample::read_all(&raw.join(format!("{id}.residency.jsonl")))?;
+    let timed = timed_residency(&samples, timing.times_s.len())
+        .with_context(|| format!("benchmark {id}"))?;
+    flags.extend(residency_flags(&timed, cache, limits));
+    for (i, c) in timing.exit_codes.iter().enumerate() {
+        if *c != Some(0) {
+            flags.push(format!("run {} exited with {c:?}", i + 1));
+        }
+    }
+    let rss = read_rss(&raw.join(format!("{id}.rss.json")))?;
+    let peak_rss_tree_kib = rss.as_ref().and_then(|r| r.tree_sum_kib);
+    let peak_rss_kib = match (&rss, timing.peak_rss_bytes) {
+        (Some(r), _) => Some(r.max_rss_kib),
+        (None, Some(bytes)) => Some(bytes / 1024),
+        (None, None) => None,
+    };
+    Ok(Measured {
+        residency: ResidencySummary {
+            min_percent: timed.iter().copied().fold(f64::INFINITY, f64::min),
+            max_percent: timed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            median_percent: median(&timed).unwrap_or(0.0),
+            per_run_percent: timed,
+        },
+        timing,
+        peak_rss_kib,
+        peak_rss_tree_kib,
+        flags,
+    })
+}
+
+/// The residency percent before each of the `runs` timed runs. hyperfine runs
+/// `--prepare` before every warm-up and timed run, in order: the last `runs` samples
+/// belong to the timed runs.
+fn timed_residency(samples: &[ResidencySample], runs: usize) -> Result<Vec<f64>> {
+    if samples.len() < runs {
+        bail!("{} residency samples for {runs} runs", samples.len());
+    }
+    Ok(samples[samples.len() - runs..]
+        .iter()
+        .map(|s| s.percent)
+        .collect())
+}
+
+/// A flag for each timed run that started too warm (cold) or too cold (warm).
+fn residency_flags(timed: &[f64], cache: Cache, limits: Limits) -> Vec<String> {
+    let mut flags = Vec::new();
+    for (i, p) in timed.iter().enumerate() {
+        match cache {
+            Cache::Cold if *p > limits.cold_max_resident_percent => flags.push(format!(
+                "cold run {} started with {p:.1} % of the data resident (limit {} %)",
+                i + 1,
+                limits.cold_max_resident_percent
+            )),
+            Cache::Warm if *p < limits.warm_min_resident_percent => flags.push(format!(
+                "warm run {} started with only {p:.1} % of the data resident (floor {} %)",
+                i + 1,
+                limits.warm_min_resident_percent
+            )),
+            _ => {}
+        }
+    }
+    flags
+}
+
+/// The peak-RSS record, if the RSS run left one (older sweeps took it from hyperfine).
+fn read_rss(path: &Path) -> Result<Option<RssSample>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?,
+        )),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A planned benchmark with what its records say. `speedup_vs_serial` is left for
+/// [`set_speedups`], which sees every benchmark.
+fn planned_benchmark(plan: &Plan, b: &PlanEntry, m: Measured) -> BenchmarkResult {
+    let d: &PlanDataset = plan
+        .datasets
+        .iter()
+        .find(|d| d.spec.name == b.dataset)
+        .expect("planned dataset");
+    let algorithm = plan
+        .programs
+        .iter()
+        .find(|p| p.name == b.program)
+        .map(|p| p.algorithm.clone())
+        .unwrap_or_default();
+    let t = &m.timing;
+    let median_s = t.median();
+    BenchmarkResult {
+        id: b.id.clone(),
+        dataset: b.dataset.clone(),
+        cache: b.cache,
+        program: b.program.clone(),
+        kind: b.kind,
+        algorithm,
+        jobs: b.jobs,
+        default_jobs: b.default_jobs,
+        command: b.command.clone(),
+        prepare: b.prepare.clone(),
+        runs: t.times_s.len() as u32,
+        warmup: b.warmup,
+        times_s: t.times_s.clone(),
+        median_s,
+        mean_s: t.mean(),
+        stddev_s: t.stddev(),
+        min_s: t.min(),
+        max_s: t.max(),
+        user_s: t.user_s,
+        system_s: t.system_s,
+        exit_codes: t.exit_codes.clone(),
+        mib_per_s: throughput(d.bytes as f64, median_s) / 1048576.0,
+        files_per_s: throughput(d.files as f64, median_s),
+        speedup_vs_serial: None,
+        peak_rss_kib: m.peak_rss_kib,
+        peak_rss_tree_kib: m.peak_rss_tree_kib,
+        residency: m.residency,
+        valid: m.flags.is_empty(),
+        flags: m.flags,
+        raw_export: None,
+    }
+}
+
+/// `amount` per second at `median_s` seconds (0 for a zero median).
+pub fn throughput(amount: f64, median_s: f64) -> f64 {
+    if median_s > 0.0 {
+        amount / median_s
+    } else {
+        0.0
+    }
+}
+
+/// Speed relative to hash-serial on the same dataset and cache state.
+pub fn set_speedups(benchmarks: &mut [BenchmarkResult]) {
+    let serial: Vec<(String, Cache, f64)> = benchmarks
+        .iter()
+        .filter(|b| b.program == crate::compare::BASELINE)
+        .map(|b| (b.dataset.clone(), b.cache, b.median_s))
+        .collect();
+    for b in benchmarks {
+        b.speedup_vs_serial = serial
+            .iter()
+            .find(|(d, c, _)| *d == b.dataset && *c == b.cache)
+            .filter(|(_, _, s)| b.median_s > 0.0 && *s > 0.0)
+            .map(|(_, _, s)| s / b.median_s);
+    }
 }
 
 /// Where the results go: `<out>/<host>-<stamp>-<sweep>.json` and the raw directory
@@ -260,22 +330,22 @@ pub fn destination(out: &Path, results: &Results) -> PathBuf {
 /// Build, validate and write the results; move the raw files beside them and remove
 /// the work directory. Returns the results file's path.
 pub fn collect(work: &Path, out: &Path, hyperfine: &str) -> Result<(PathBuf, Results)> {
-    let mut results = build(work, hyperfine)?;
+    let results = build(work, hyperfine)?;
     let file = destination(out, &results);
     let stem = file
         .file_stem()
         .expect("stem")
         .to_string_lossy()
         .into_owned();
-    results.raw_dir = stem.clone();
-    validate(&results, None).context("collected results fail validation (a bug in hash-bench)")?;
+    validate(&results).context("collected results fail validation (a bug in hash-bench)")?;
     std::fs::create_dir_all(out)?;
     let raw = out.join(&stem);
     if raw.exists() {
         bail!("{} already exists", raw.display());
     }
-    // Keep everything needed to audit or recompute: exports, residency and RSS records,
-    // the plan and the verification records.
+    // Keep everything needed to audit or recompute locally: exports, residency and RSS
+    // records, the plan and the verification records. The results file does not need them
+    // (it carries every run), and `.gitignore` keeps them out of the repository.
     std::fs::rename(work.join("raw"), &raw)
         .or_else(|_| copy_dir(&work.join("raw"), &raw))
         .with_context(|| format!("moving raw files to {}", raw.display()))?;
@@ -515,15 +585,16 @@ mod tests {
             .unwrap();
         }
         let r = build(&work, "hyperfine").unwrap();
-        validate(&r, None).unwrap();
-        // smoke: 2 caches × (serial, 3 parallel × (-j2, default), read floor × 2) plus
-        // 2 warm ceilings; empty: the warm half of that.
+        validate(&r).unwrap();
+        // smoke: 2 caches × (serial, 3 parallel × (-j2, default), hash-async's 2
+        // non-default io modes, read floor × 2) plus 2 warm ceilings; empty: the warm
+        // half of that.
         let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
             1
         } else {
             2
         };
-        let per = 7 + floors;
+        let per = 9 + floors;
         assert_eq!(r.benchmarks.len(), 3 * per + 2 * 2);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);

@@ -14,9 +14,10 @@
 //! - programs of kind `reference` (in-memory SHA-256 rates, the read floor, BLAKE3) are
 //!   ceilings, not contestants: shown below the ranked rows, never ranked.
 //!
-//! Files are read through a lenient view of the schema (unknown fields ignored, optional
-//! ones defaulted) rather than the strict [`crate::results::Results`], so that both schema
-//! versions, and files from a harness that added optional fields, can be compared. The
+//! Files are read into the schema's own [`Results`] type without
+//! [`crate::results::validate_file`]'s strictness: unknown fields are ignored, so that
+//! every readable schema version, and files from a harness that added fields, can be
+//! compared. Nothing beside the file is needed (results files are self-contained). The
 //! checks that matter here are still made: JSON well-formed and complete, a results file
 //! and not something else, a known schema and hyperfine schema, benchmarks naming known
 //! datasets, and throughputs agreeing with the median. A refused file is reported as
@@ -31,10 +32,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::plan::Cache;
-use crate::util::human_bytes;
+use crate::machine::{Machine, Storage};
+use crate::plan::{Cache, Kind};
+use crate::results::{BenchmarkResult, Results};
+use crate::util::{close, human_bytes};
 
 /// Results schema versions this module reads: the ones `results` validates.
 pub const READABLE_SCHEMAS: std::ops::RangeInclusive<u32> =
@@ -48,130 +51,10 @@ pub const SMALL_FILE_MEAN_BYTES: u64 = 64 * 1024;
 pub const BASELINE: &str = "hash-serial";
 
 // ---------------------------------------------------------------------------------------
-// The lenient view of a results file.
-
-/// A results file as `compare` reads it: only what it needs, unknown fields ignored.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ResultsView {
-    /// Schema version (see [`READABLE_SCHEMAS`]).
-    pub schema_version: u32,
-    /// Sweep name.
-    #[serde(default)]
-    pub sweep: String,
-    /// When collected.
-    #[serde(default)]
-    pub date: String,
-    /// Commit of the hashers.
-    #[serde(default)]
-    pub commit: Option<String>,
-    /// The machine.
-    pub machine: MachineView,
-    /// Tool versions.
-    #[serde(default)]
-    pub toolchain: ToolchainView,
-    /// Datasets.
-    pub datasets: Vec<DatasetView>,
-    /// Benchmarks.
-    pub benchmarks: Vec<BenchmarkView>,
-}
-
-/// The machine facts `compare` shows.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MachineView {
-    /// Host name.
-    pub hostname: String,
-    /// CPU model.
-    pub cpu_model: String,
-    /// SHA extensions present.
-    pub sha_ni: Option<bool>,
-    /// Running under a hypervisor.
-    pub virtualized: Option<bool>,
-    /// Online logical CPUs.
-    pub logical_cpus: Option<u32>,
-    /// CPUs available to the process.
-    pub available_cpus: Option<u32>,
-    /// Memory, KiB.
-    pub mem_total_kib: Option<u64>,
-    /// Kernel release.
-    pub kernel: String,
-    /// Storage under the data.
-    pub storage: StorageView,
-}
-
-/// Storage facts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StorageView {
-    /// Filesystem type.
-    pub fs_type: String,
-    /// Block device.
-    pub block_device: Option<String>,
-    /// Rotational, if known.
-    pub rotational: Option<bool>,
-    /// Device model, if known.
-    pub model: Option<String>,
-}
-
-/// Tool versions.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ToolchainView {
-    /// hyperfine's version line.
-    pub hyperfine: String,
-    /// Shape of hyperfine's exports (1 or 2).
-    pub hyperfine_json_schema: u32,
-}
-
-/// A dataset.
-#[derive(Debug, Clone, Deserialize)]
-pub struct DatasetView {
-    /// Name.
-    pub name: String,
-    /// Identity of its bytes.
-    pub spec_hash: String,
-    /// Files.
-    pub files: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
-
-/// A benchmark.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BenchmarkView {
-    /// Dataset name.
-    pub dataset: String,
-    /// Cache state.
-    pub cache: Cache,
-    /// Program name.
-    pub program: String,
-    /// `hashrace`, `peer`, `reference` (kept as text: a newer harness may add kinds).
-    #[serde(default)]
-    pub kind: String,
-    /// Hash algorithm.
-    #[serde(default)]
-    pub algorithm: String,
-    /// Job count (`None`: the program's default, or no such option).
-    #[serde(default)]
-    pub jobs: Option<u32>,
-    /// Median wall time, seconds.
-    pub median_s: f64,
-    /// Stored MiB/s (checked against the median).
-    #[serde(default)]
-    pub mib_per_s: Option<f64>,
-    /// Whether trustworthy.
-    pub valid: bool,
-    /// Why not.
-    #[serde(default)]
-    pub flags: Vec<String>,
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1e-12)
-}
+// Reading results files.
 
 /// Parse and check one results file's text. The error is the problem, without the path.
-pub fn parse(text: &str) -> Result<ResultsView> {
+pub fn parse(text: &str) -> Result<Results> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         if e.is_eof() {
             anyhow::anyhow!("truncated JSON ({e})")
@@ -201,7 +84,7 @@ pub fn parse(text: &str) -> Result<ResultsView> {
             READABLE_SCHEMAS.end()
         );
     }
-    let r: ResultsView = serde_json::from_value(value)
+    let r: Results = serde_json::from_value(value)
         .map_err(|e| anyhow::anyhow!("does not match the results schema ({e})"))?;
     if !matches!(r.toolchain.hyperfine_json_schema, 1 | 2) {
         bail!(
@@ -222,17 +105,15 @@ pub fn parse(text: &str) -> Result<ResultsView> {
         if !(b.median_s.is_finite() && b.median_s > 0.0) {
             bail!("benchmark {id}: median {} is not a time", b.median_s);
         }
-        if let Some(m) = b.mib_per_s {
-            if !close(m, d.bytes as f64 / b.median_s / 1048576.0) {
-                bail!("benchmark {id}: mib_per_s does not match bytes / median");
-            }
+        if !close(b.mib_per_s, d.bytes as f64 / b.median_s / 1048576.0) {
+            bail!("benchmark {id}: mib_per_s does not match bytes / median");
         }
     }
     Ok(r)
 }
 
 /// Read one file (see [`parse`]).
-pub fn load(path: &Path) -> Result<ResultsView> {
+pub fn load(path: &Path) -> Result<Results> {
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text"))?;
     if text.trim().is_empty() {
@@ -319,7 +200,7 @@ pub struct Column {
     /// hyperfine version line and export shape.
     pub hyperfine: String,
     /// The machine.
-    pub machine: MachineView,
+    pub machine: Machine,
 }
 
 /// Unit of a table's cells.
@@ -423,164 +304,35 @@ fn kind_order(kind: &str) -> u8 {
     }
 }
 
-/// Build the comparison of already loaded files (`label`, path, contents).
-pub fn build(files: &[(String, String, ResultsView)], refused: Vec<Refused>) -> Comparison {
-    let columns: Vec<Column> = files
-        .iter()
-        .map(|(label, file, r)| Column {
-            label: label.clone(),
-            file: file.clone(),
-            sweep: r.sweep.clone(),
-            date: r.date.clone(),
-            commit: r.commit.clone(),
-            schema_version: r.schema_version,
-            hyperfine: format!(
-                "{} (JSON schema {})",
-                r.toolchain.hyperfine, r.toolchain.hyperfine_json_schema
-            ),
-            machine: r.machine.clone(),
-        })
-        .collect();
+/// A loaded results file: its label, the path as given, its contents.
+pub type Loaded = (String, String, Results);
 
-    // Group key: dataset name and spec hash, in order of first appearance.
-    let mut groups: Vec<(String, String, u64, u64)> = Vec::new();
-    for (_, _, r) in files {
-        for d in &r.datasets {
-            if !groups.iter().any(|g| g.0 == d.name && g.1 == d.spec_hash) {
-                groups.push((d.name.clone(), d.spec_hash.clone(), d.files, d.bytes));
-            }
-        }
-    }
-
+/// Build the comparison of already loaded files.
+pub fn build(files: &[Loaded], refused: Vec<Refused>) -> Comparison {
     let mut tables = Vec::new();
-    for (name, hash, nfiles, nbytes) in &groups {
-        let same_name: Vec<&String> = groups
-            .iter()
-            .filter(|g| &g.0 == name)
-            .map(|g| &g.1)
-            .collect();
-        let note = (same_name.len() > 1).then(|| {
-            let where_: Vec<String> = same_name
-                .iter()
-                .map(|h| {
-                    let in_: Vec<&str> = files
-                        .iter()
-                        .filter(|(_, _, r)| {
-                            r.datasets
-                                .iter()
-                                .any(|d| &d.name == name && &d.spec_hash == *h)
-                        })
-                        .map(|(l, _, _)| l.as_str())
-                        .collect();
-                    format!("spec {} in {}", short_hash(h), in_.join(", "))
-                })
-                .collect();
-            format!(
-                "`{name}` names different data in different files ({}): not the same \
-                 dataset, so these are shown apart and not compared.",
-                where_.join("; ")
-            )
-        });
-        let unit = if *nfiles > 0 && nbytes / nfiles < SMALL_FILE_MEAN_BYTES {
+    let groups = dataset_groups(files);
+    for g in &groups {
+        let note = spec_clash_note(g, &groups, files);
+        let unit = if g.files > 0 && g.bytes / g.files < SMALL_FILE_MEAN_BYTES {
             Unit::FilesPerS
         } else {
             Unit::MibPerS
         };
         for cache in [Cache::Warm, Cache::Cold] {
-            let mut present = Vec::new();
-            // (program, jobs) -> row, in order of first appearance.
-            let mut rows: Vec<Row> = Vec::new();
-            for (ci, (_, _, r)) in files.iter().enumerate() {
-                let Some(d) = r
-                    .datasets
-                    .iter()
-                    .find(|d| &d.name == name && &d.spec_hash == hash)
-                else {
-                    continue;
-                };
-                let benches: Vec<&BenchmarkView> = r
-                    .benchmarks
-                    .iter()
-                    .filter(|b| b.dataset == d.name && b.cache == cache)
-                    .collect();
-                if benches.is_empty() {
-                    continue;
-                }
-                present.push(ci);
-                let baseline = benches
-                    .iter()
-                    .find(|b| b.program == BASELINE && b.valid)
-                    .map(|b| b.median_s);
-                for b in benches {
-                    let value = match unit {
-                        Unit::MibPerS => d.bytes as f64 / b.median_s / 1048576.0,
-                        Unit::FilesPerS => d.files as f64 / b.median_s,
-                    };
-                    let cell = Cell {
-                        value,
-                        median_s: b.median_s,
-                        vs_serial: baseline.map(|s| s / b.median_s),
-                        rank: None,
-                        valid: b.valid,
-                        flags: b.flags.clone(),
-                    };
-                    let i = match rows
-                        .iter()
-                        .position(|row| row.program == b.program && row.jobs == b.jobs)
-                    {
-                        Some(i) => i,
-                        None => {
-                            rows.push(Row {
-                                label: String::new(),
-                                program: b.program.clone(),
-                                kind: b.kind.clone(),
-                                algorithm: b.algorithm.clone(),
-                                jobs: b.jobs,
-                                reference: b.kind == "reference",
-                                cells: vec![None; files.len()],
-                            });
-                            rows.len() - 1
-                        }
-                    };
-                    // A duplicate benchmark (same program, jobs) in one file: keep the first.
-                    if rows[i].cells[ci].is_none() {
-                        rows[i].cells[ci] = Some(cell);
-                    }
-                }
-            }
+            let (present, mut rows) = collect_rows(files, g, cache, unit);
             if present.is_empty() {
                 continue;
             }
-            for i in 0..rows.len() {
-                let swept = rows
-                    .iter()
-                    .any(|r| r.program == rows[i].program && r.jobs.is_some());
-                rows[i].label = row_label(&rows[i].program, &rows[i].kind, rows[i].jobs, swept);
-            }
+            label_rows(&mut rows);
             // Stable: appearance order within kind.
             rows.sort_by_key(|r| kind_order(&r.kind));
-            for &ci in &present {
-                let mut times: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| !r.reference)
-                    .filter_map(|r| r.cells[ci].as_ref())
-                    .filter(|c| c.valid)
-                    .map(|c| c.median_s)
-                    .collect();
-                times.sort_by(f64::total_cmp);
-                for row in rows.iter_mut().filter(|r| !r.reference) {
-                    if let Some(c) = row.cells[ci].as_mut().filter(|c| c.valid) {
-                        // Ties share a rank: 1 + the number of strictly faster runs.
-                        c.rank = Some(1 + times.iter().filter(|t| **t < c.median_s).count() as u32);
-                    }
-                }
-            }
+            rank_rows(&mut rows, &present);
             tables.push(Table {
-                dataset: name.clone(),
-                spec_hash: hash.clone(),
+                dataset: g.name.clone(),
+                spec_hash: g.spec_hash.clone(),
                 cache,
-                files: *nfiles,
-                bytes: *nbytes,
+                files: g.files,
+                bytes: g.bytes,
                 unit,
                 present,
                 note: note.clone(),
@@ -589,9 +341,192 @@ pub fn build(files: &[(String, String, ResultsView)], refused: Vec<Refused>) -> 
         }
     }
     Comparison {
-        columns,
+        columns: files.iter().map(column).collect(),
         tables,
         refused,
+    }
+}
+
+/// The column of one file: its label and the facts of its machine and sweep.
+fn column((label, file, r): &Loaded) -> Column {
+    Column {
+        label: label.clone(),
+        file: file.clone(),
+        sweep: r.sweep.clone(),
+        date: r.date.clone(),
+        commit: r.commit.clone(),
+        schema_version: r.schema_version,
+        hyperfine: format!(
+            "{} (JSON schema {})",
+            r.toolchain.hyperfine, r.toolchain.hyperfine_json_schema
+        ),
+        machine: r.machine.clone(),
+    }
+}
+
+/// A dataset as the tables group it: a name measured on one spec.
+struct DatasetGroup {
+    name: String,
+    spec_hash: String,
+    files: u64,
+    bytes: u64,
+}
+
+/// The distinct (dataset name, spec hash) pairs of all files, in order of first
+/// appearance.
+fn dataset_groups(files: &[Loaded]) -> Vec<DatasetGroup> {
+    let mut groups: Vec<DatasetGroup> = Vec::new();
+    for (_, _, r) in files {
+        for d in &r.datasets {
+            if !groups
+                .iter()
+                .any(|g| g.name == d.name && g.spec_hash == d.spec_hash)
+            {
+                groups.push(DatasetGroup {
+                    name: d.name.clone(),
+                    spec_hash: d.spec_hash.clone(),
+                    files: d.files,
+                    bytes: d.bytes,
+                });
+            }
+        }
+    }
+    groups
+}
+
+/// Why `g` is shown apart, when other files use its name for different data.
+fn spec_clash_note(g: &DatasetGroup, groups: &[DatasetGroup], files: &[Loaded]) -> Option<String> {
+    let same_name: Vec<&str> = groups
+        .iter()
+        .filter(|o| o.name == g.name)
+        .map(|o| o.spec_hash.as_str())
+        .collect();
+    if same_name.len() < 2 {
+        return None;
+    }
+    let where_: Vec<String> = same_name
+        .iter()
+        .map(|h| {
+            let in_: Vec<&str> = files
+                .iter()
+                .filter(|(_, _, r)| {
+                    r.datasets
+                        .iter()
+                        .any(|d| d.name == g.name && d.spec_hash == *h)
+                })
+                .map(|(l, _, _)| l.as_str())
+                .collect();
+            format!("spec {} in {}", short_hash(h), in_.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "`{}` names different data in different files ({}): not the same \
+         dataset, so these are shown apart and not compared.",
+        g.name,
+        where_.join("; ")
+    ))
+}
+
+/// One row per (program, jobs) measured on `g` in `cache` by any file, with a cell per
+/// file (unlabelled, unranked), and the indexes of the files that measured it.
+fn collect_rows(
+    files: &[Loaded],
+    g: &DatasetGroup,
+    cache: Cache,
+    unit: Unit,
+) -> (Vec<usize>, Vec<Row>) {
+    let mut present = Vec::new();
+    // (program, jobs) -> row, in order of first appearance.
+    let mut rows: Vec<Row> = Vec::new();
+    for (ci, (_, _, r)) in files.iter().enumerate() {
+        let Some(d) = r
+            .datasets
+            .iter()
+            .find(|d| d.name == g.name && d.spec_hash == g.spec_hash)
+        else {
+            continue;
+        };
+        let benches: Vec<&BenchmarkResult> = r
+            .benchmarks
+            .iter()
+            .filter(|b| b.dataset == d.name && b.cache == cache)
+            .collect();
+        if benches.is_empty() {
+            continue;
+        }
+        present.push(ci);
+        let baseline = benches
+            .iter()
+            .find(|b| b.program == BASELINE && b.valid)
+            .map(|b| b.median_s);
+        for b in benches {
+            let value = match unit {
+                Unit::MibPerS => d.bytes as f64 / b.median_s / 1048576.0,
+                Unit::FilesPerS => d.files as f64 / b.median_s,
+            };
+            let cell = Cell {
+                value,
+                median_s: b.median_s,
+                vs_serial: baseline.map(|s| s / b.median_s),
+                rank: None,
+                valid: b.valid,
+                flags: b.flags.clone(),
+            };
+            let i = match rows
+                .iter()
+                .position(|row| row.program == b.program && row.jobs == b.jobs)
+            {
+                Some(i) => i,
+                None => {
+                    rows.push(Row {
+                        label: String::new(),
+                        program: b.program.clone(),
+                        kind: b.kind.name().to_string(),
+                        algorithm: b.algorithm.clone(),
+                        jobs: b.jobs,
+                        reference: b.kind == Kind::Reference,
+                        cells: vec![None; files.len()],
+                    });
+                    rows.len() - 1
+                }
+            };
+            // A duplicate benchmark (same program, jobs) in one file: keep the first.
+            if rows[i].cells[ci].is_none() {
+                rows[i].cells[ci] = Some(cell);
+            }
+        }
+    }
+    (present, rows)
+}
+
+/// Label each row; a program measured at some `-j` labels its run without one as its
+/// default.
+fn label_rows(rows: &mut [Row]) {
+    for i in 0..rows.len() {
+        let swept = rows
+            .iter()
+            .any(|r| r.program == rows[i].program && r.jobs.is_some());
+        rows[i].label = row_label(&rows[i].program, &rows[i].kind, rows[i].jobs, swept);
+    }
+}
+
+/// Rank the valid, non-reference cells of each present column by median (1: fastest).
+fn rank_rows(rows: &mut [Row], present: &[usize]) {
+    for &ci in present {
+        let mut times: Vec<f64> = rows
+            .iter()
+            .filter(|r| !r.reference)
+            .filter_map(|r| r.cells[ci].as_ref())
+            .filter(|c| c.valid)
+            .map(|c| c.median_s)
+            .collect();
+        times.sort_by(f64::total_cmp);
+        for row in rows.iter_mut().filter(|r| !r.reference) {
+            if let Some(c) = row.cells[ci].as_mut().filter(|c| c.valid) {
+                // Ties share a rank: 1 + the number of strictly faster runs.
+                c.rank = Some(1 + times.iter().filter(|t| **t < c.median_s).count() as u32);
+            }
+        }
     }
 }
 
@@ -629,7 +564,7 @@ pub fn compare_paths(args: &[PathBuf]) -> Comparison {
             Err(e) => refused.push(Refused::new(p, &format!("{e:#}"))),
         }
     }
-    let files: Vec<(String, String, ResultsView)> = labels(&ok_paths)
+    let files: Vec<Loaded> = labels(&ok_paths)
         .into_iter()
         .zip(&ok_paths)
         .zip(views)
@@ -702,7 +637,7 @@ fn cell_text(c: &Cell, reference: bool) -> String {
     s
 }
 
-fn storage_text(s: &StorageView) -> String {
+fn storage_text(s: &Storage) -> String {
     let mut t = if s.fs_type.is_empty() {
         "?".to_string()
     } else {
@@ -722,11 +657,11 @@ fn storage_text(s: &StorageView) -> String {
     t
 }
 
-fn yes_no(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "?",
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
     }
 }
 
@@ -753,21 +688,15 @@ pub fn markdown(c: &Comparison) -> String {
             (
                 "cores",
                 &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
-                    (Some(a), Some(l)) if a != l => format!("{a} of {l}"),
-                    (Some(a), _) | (None, Some(a)) => a.to_string(),
-                    (None, None) => "?".into(),
+                    (a, l) if a != l => format!("{a} of {l}"),
+                    (a, _) => a.to_string(),
                 },
             ),
             ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
             ("virtualized", &|c| {
                 yes_no(c.machine.virtualized).to_string()
             }),
-            ("memory", &|c| {
-                c.machine
-                    .mem_total_kib
-                    .map(|k| human_bytes(k * 1024))
-                    .unwrap_or_else(|| "?".into())
-            }),
+            ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
             ("storage", &|c| storage_text(&c.machine.storage)),
             ("kernel", &|c| c.machine.kernel.clone()),
             ("sweep", &|c| {
@@ -1095,7 +1024,7 @@ mod tests {
         let md = markdown(&c);
         let t = table(&c, "small", "aa", Cache::Warm);
         assert_eq!(t.unit, Unit::FilesPerS);
-        let h = "small, warm\n\n1,000 files, 3.9 MiB (mean 4.0 KiB per file), spec aaaaaaaa";
+        let h = "small, warm\n\n1,000 files, 3.91 MiB (mean 4.00 KiB per file), spec aaaaaaaa";
         assert!(md.contains(h), "{md}");
         assert_eq!(
             md_row(&md, h, "hash-threads -j2"),
@@ -1161,7 +1090,7 @@ mod tests {
         assert!(problem("malformed.json").starts_with("malformed JSON ("));
         assert_eq!(
             problem("wrong-schema.json"),
-            "results schema_version 9 (compare reads 1 to 2)"
+            "results schema_version 9 (compare reads 1 to 3)"
         );
         assert_eq!(
             problem("hyperfine-export.json"),

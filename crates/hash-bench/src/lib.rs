@@ -18,7 +18,8 @@
 //!   [`verify`]: the hashers agree before timing; [`race`]: the hyperfine loop.
 //! - [`hyperfine`]: reading hyperfine's JSON exports (1.x and `schema_version` 2).
 //! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
-//!   everything into one results file and the terminal table.
+//!   everything into one results file and the terminal table; [`upgrade`]: older results
+//!   files (which leaned on their raw directories) made self-contained.
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
 
@@ -37,5 +38,6 @@ pub mod race;
 pub mod refs;
 pub mod results;
 pub mod spec;
+pub mod upgrade;
 pub mod util;
 pub mod verify;

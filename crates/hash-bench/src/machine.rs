@@ -2,9 +2,9 @@
 //! compared knowingly: CPU, cores, memory, kernel, OS, and the storage under the data
 //! (filesystem, device, rotational or not).
 //!
-//! Everything is read from `/proc` and `/sys` (no external tools), and every field that
-//! cannot be found is `None`/"unknown" rather than an error: a results file from an odd
-//! machine is still worth having.
+//! Everything is read from `/proc` and `/sys` (no external tools, no `unsafe`), and
+//! every field that cannot be found is `None`/"unknown" rather than an error: a results
+//! file from an odd machine is still worth having.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -88,9 +88,9 @@ pub fn collect(data_dir: &Path) -> Machine {
                 .map(|v| v.trim_matches('"').to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    // SAFETY: sysconf has no preconditions. (rustix does not wrap sysconf; glibc reads
-    // /sys/devices/system/cpu/online for this one.)
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    let online = read("/sys/devices/system/cpu/online")
+        .and_then(|list| count_cpu_list(&list))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     Machine {
         hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
         cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
@@ -104,6 +104,25 @@ pub fn collect(data_dir: &Path) -> Machine {
         arch: std::env::consts::ARCH.to_string(),
         storage: storage(data_dir),
     }
+}
+
+/// The number of CPUs in a kernel CPU list (`0-1,4`, as in
+/// `/sys/devices/system/cpu/online`: comma-separated numbers and inclusive ranges);
+/// `None` if it is not one. This is where glibc's `sysconf(_SC_NPROCESSORS_ONLN)` looks
+/// too, read here without `unsafe`.
+fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut count = 0u32;
+    for part in list.trim().split(',') {
+        let (first, last) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let n = part.parse::<u32>().ok()?;
+                (n, n)
+            }
+        };
+        count = count.checked_add(last.checked_sub(first)?.checked_add(1)?)?;
+    }
+    (count > 0).then_some(count)
 }
 
 /// Undo the octal escapes (`\040` for a space) of `/proc/self/mountinfo`.
@@ -203,6 +222,34 @@ mod tests {
         assert_eq!(mount_of(mi, "/tmp/a").unwrap().1, "tmpfs");
         assert_eq!(mount_of(mi, "/tmpfoo").unwrap().1, "ext4");
         assert_eq!(mount_of(mi, "/mnt/my disk/d").unwrap().2, "/dev/sdb1");
+    }
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        // Lists in the kernel's format (Documentation/admin-guide/cputopology.rst).
+        assert_eq!(count_cpu_list("0\n"), Some(1));
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-1,4"), Some(3));
+        assert_eq!(count_cpu_list("0-3,8-11,16"), Some(9));
+        assert_eq!(count_cpu_list("2,5,7"), Some(3));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("0-"), None);
+        assert_eq!(count_cpu_list("a,b"), None);
+    }
+
+    #[test]
+    fn online_cpus_are_what_getconf_says() {
+        // getconf asks glibc's sysconf(_SC_NPROCESSORS_ONLN), an independent reader.
+        let Ok(out) = std::process::Command::new("getconf")
+            .arg("_NPROCESSORS_ONLN")
+            .output()
+        else {
+            eprintln!("skipped: getconf is not installed");
+            return;
+        };
+        let n: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert_eq!(collect(Path::new("/")).logical_cpus, n);
     }
 
     #[test]

@@ -76,6 +76,13 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Rewrite v1/v2 results files as self-contained current-schema files, recomputing
+    /// every derived number from the raw directory beside each (which must agree).
+    Upgrade {
+        /// Results files (rewritten in place).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Print the table of an existing results file.
     Table {
         /// Results file.
@@ -600,6 +607,18 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Race(a) => race(a),
         Cmd::Collect(a) => collect(a),
         Cmd::Validate { files } => validate(&files),
+        Cmd::Upgrade { files } => {
+            for f in &files {
+                let r = hash_bench::upgrade::upgrade_file(f)?;
+                println!(
+                    "{}: upgraded to schema v{} ({} benchmarks recomputed)",
+                    f.display(),
+                    r.schema_version,
+                    r.benchmarks.len()
+                );
+            }
+            Ok(())
+        }
         Cmd::Table { file } => {
             let r = results::validate_file(&file)?;
             print!("{}", collect::table(&r));

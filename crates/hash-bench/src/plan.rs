@@ -186,6 +186,17 @@ pub enum Kind {
     Reference,
 }
 
+impl Kind {
+    /// Lower-case name, as serialized.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Hashrace => "hashrace",
+            Kind::Peer => "peer",
+            Kind::Reference => "reference",
+        }
+    }
+}
+
 /// A program taking part in the sweep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramInfo {
@@ -448,15 +459,6 @@ pub fn verified(p: &ProgramInfo) -> bool {
     p.kind == Kind::Hashrace || programs::lookup(&p.name).is_some_and(|d| d.verified)
 }
 
-/// Whether a hasher's `--help` lists `--io` (only those with several I/O modes do).
-fn lists_io_flag(path: &Path) -> bool {
-    Command::new(path)
-        .arg("--help")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--io"))
-}
-
 /// The real `python3` executable (not a version manager's shim, whose start-up would be
 /// timed too), if one is installed.
 fn python_interpreter() -> Option<String> {
@@ -493,7 +495,8 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
             sha256: Some(sha256_of_file(&path)?),
         };
         programs.push(Program::hasher(s, info.clone(), None));
-        if lists_io_flag(&path) {
+        // Asked of hash-core's strategy table, not of the binary's --help text.
+        if Strategy::from_binary(&name).is_some_and(Strategy::has_io_option) {
             for mode in programs::io_modes() {
                 let info = ProgramInfo {
                     name: format!("{name}-{mode}"),
@@ -650,12 +653,7 @@ fn timed_runs(p: &Program, cache: Cache, scale: bool, runs: Runs, exec: f64) -> 
 /// Build the plan (does not write it).
 pub fn build(o: &PlanOptions) -> Result<Plan> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let mut jobs = o.jobs.clone().unwrap_or_else(|| vec![cores]);
-    jobs.sort_unstable();
-    jobs.dedup();
-    if jobs.is_empty() || jobs.contains(&0) {
-        bail!("--jobs needs positive job counts");
-    }
+    let jobs = job_counts(o.jobs.as_deref(), cores)?;
     let hash_bench = match &o.hash_bench {
         Some(p) => p.clone(),
         None => std::env::current_exe()?,
@@ -693,70 +691,14 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     if harness != plan.commit {
         plan.harness_commit = harness;
     }
-
-    // Benchmarks: per dataset, warm then cold, programs in report order, jobs ascending.
-    let script = script.display().to_string();
-    let mut verify_estimate = 0.0;
-    for d in &datasets {
-        let name = d.spec.name.as_str();
-        let scale = d.files >= SCALE_FILES;
-        let spec_path = std::fs::canonicalize(&d.spec_path)
-            .unwrap_or_else(|_| PathBuf::from(&d.spec_path))
-            .display()
-            .to_string();
-        for &cache in &d.caches {
-            for p in &programs {
-                // Scale datasets: hashrace programs only, at their default -j.
-                if scale && p.info.kind != Kind::Hashrace {
-                    continue;
-                }
-                // The in-memory ceiling does no I/O: warm only.
-                if p.warm_only && cache == Cache::Cold {
-                    continue;
-                }
-                for (j, default_jobs) in p.variants(&jobs, cores, scale) {
-                    let argv = p.argv(j, d, &spec_path, &script, cores)?;
-                    let id = match (j, default_jobs) {
-                        (Some(j), _) => format!("{name}.{}.{}-j{j}", cache.name(), p.info.name),
-                        (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.info.name),
-                        (None, false) => format!("{name}.{}.{}", cache.name(), p.info.name),
-                    };
-                    let exec = p.exec_estimate(j, cache, d, cores);
-                    let n = timed_runs(p, cache, scale, runs, exec);
-                    let per_run = exec + prepare_estimate(cache, d);
-                    let warm_step = if cache == Cache::Warm {
-                        d.bytes as f64 / 5e9 + d.files as f64 * 10e-6
-                    } else {
-                        0.0
-                    };
-                    // Timed runs, hyperfine warm-ups, the untimed RSS run; fixed costs of
-                    // starting hyperfine and the helpers.
-                    let estimate = ESTIMATE_FACTOR
-                        * (f64::from(n + runs.warmup + 1) * per_run + warm_step + 0.5);
-                    if verified(&p.info) && cache == d.caches[0] {
-                        verify_estimate +=
-                            ESTIMATE_FACTOR * p.exec_estimate(j, Cache::Warm, d, cores);
-                    }
-                    plan.benchmarks.push(PlanEntry {
-                        id,
-                        dataset: name.to_string(),
-                        cache,
-                        program: p.info.name.clone(),
-                        kind: p.info.kind,
-                        jobs: j,
-                        default_jobs,
-                        runs: n,
-                        warmup: runs.warmup,
-                        command: sh_join(&argv),
-                        argv,
-                        // Filled in below, once the work directory is known.
-                        prepare: String::new(),
-                        estimate_s: estimate,
-                    });
-                }
-            }
-        }
-    }
+    let shape = Shape {
+        jobs: &jobs,
+        cores,
+        runs,
+        script: script.display().to_string(),
+    };
+    let (benchmarks, verify_estimate) = entries(&datasets, &programs, &shape)?;
+    plan.benchmarks = benchmarks;
     plan.datasets = datasets;
     plan.verify_estimate_s = verify_estimate;
     plan.estimate_s = plan.benchmarks.iter().map(|b| b.estimate_s).sum::<f64>() + verify_estimate;
@@ -769,21 +711,130 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     // they follow from the fields hashed above, so they need not be part of the id.
     let work = work_dir(&o.work_parent, &plan);
     for b in &mut plan.benchmarks {
-        let record = residency_record(&work, &b.id).display().to_string();
-        let mut prep = vec![hb.clone()];
-        match b.cache {
-            Cache::Cold => {
-                prep.extend(["evict".into(), "--record".into(), record]);
-                if o.eviction == EvictMethod::DropCaches {
-                    prep.extend(["--method".into(), "drop-caches".into()]);
-                }
-            }
-            Cache::Warm => prep.extend(["residency".into(), "--record".into(), record]),
-        }
-        prep.push(b.dataset.clone());
-        b.prepare = sh_join(&prep);
+        b.prepare = prepare_command(&hb, &work, b, o.eviction);
     }
     Ok(plan)
+}
+
+/// The job counts swept: the ones asked for, ascending and once each, or the CPU count.
+fn job_counts(asked: Option<&[u32]>, cores: u32) -> Result<Vec<u32>> {
+    let mut jobs = asked.map_or_else(|| vec![cores], <[u32]>::to_vec);
+    jobs.sort_unstable();
+    jobs.dedup();
+    if jobs.is_empty() || jobs.contains(&0) {
+        bail!("--jobs needs positive job counts");
+    }
+    Ok(jobs)
+}
+
+/// What every benchmark of a sweep shares: job counts, CPUs, run counts, the Python script.
+struct Shape<'a> {
+    jobs: &'a [u32],
+    cores: u32,
+    runs: Runs,
+    script: String,
+}
+
+/// The benchmarks: per dataset, warm then cold, programs in report order, jobs
+/// ascending; and the estimated time of the pre-timing verification. Prepare commands
+/// are left empty (they name the work directory, which is named after the plan id).
+fn entries(
+    datasets: &[PlanDataset],
+    programs: &[Program],
+    shape: &Shape,
+) -> Result<(Vec<PlanEntry>, f64)> {
+    let mut benchmarks = Vec::new();
+    let mut verify_estimate = 0.0;
+    for d in datasets {
+        let scale = d.files >= SCALE_FILES;
+        let spec_path = std::fs::canonicalize(&d.spec_path)
+            .unwrap_or_else(|_| PathBuf::from(&d.spec_path))
+            .display()
+            .to_string();
+        for &cache in &d.caches {
+            for p in programs {
+                // Scale datasets: hashrace programs only, at their default -j.
+                if scale && p.info.kind != Kind::Hashrace {
+                    continue;
+                }
+                // The in-memory ceiling does no I/O: warm only.
+                if p.warm_only && cache == Cache::Cold {
+                    continue;
+                }
+                for (j, default_jobs) in p.variants(shape.jobs, shape.cores, scale) {
+                    let argv = p.argv(j, d, &spec_path, &shape.script, shape.cores)?;
+                    benchmarks.push(entry(p, d, cache, (j, default_jobs), argv, shape));
+                    if verified(&p.info) && cache == d.caches[0] {
+                        verify_estimate +=
+                            ESTIMATE_FACTOR * p.exec_estimate(j, Cache::Warm, d, shape.cores);
+                    }
+                }
+            }
+        }
+    }
+    Ok((benchmarks, verify_estimate))
+}
+
+/// One benchmark: its id, run count and time estimate.
+fn entry(
+    p: &Program,
+    d: &PlanDataset,
+    cache: Cache,
+    (j, default_jobs): (Option<u32>, bool),
+    argv: Vec<String>,
+    shape: &Shape,
+) -> PlanEntry {
+    let (name, runs, cores) = (d.spec.name.as_str(), shape.runs, shape.cores);
+    let scale = d.files >= SCALE_FILES;
+    let id = match (j, default_jobs) {
+        (Some(j), _) => format!("{name}.{}.{}-j{j}", cache.name(), p.info.name),
+        (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.info.name),
+        (None, false) => format!("{name}.{}.{}", cache.name(), p.info.name),
+    };
+    let exec = p.exec_estimate(j, cache, d, cores);
+    let n = timed_runs(p, cache, scale, runs, exec);
+    let per_run = exec + prepare_estimate(cache, d);
+    let warm_step = if cache == Cache::Warm {
+        d.bytes as f64 / 5e9 + d.files as f64 * 10e-6
+    } else {
+        0.0
+    };
+    // Timed runs, hyperfine warm-ups, the untimed RSS run; fixed costs of starting
+    // hyperfine and the helpers.
+    let estimate = ESTIMATE_FACTOR * (f64::from(n + runs.warmup + 1) * per_run + warm_step + 0.5);
+    PlanEntry {
+        id,
+        dataset: name.to_string(),
+        cache,
+        program: p.info.name.clone(),
+        kind: p.info.kind,
+        jobs: j,
+        default_jobs,
+        runs: n,
+        warmup: runs.warmup,
+        command: sh_join(&argv),
+        argv,
+        prepare: String::new(),
+        estimate_s: estimate,
+    }
+}
+
+/// hyperfine's `--prepare` for `b`: evict (cold) or only measure (warm) the dataset,
+/// appending a residency sample to the benchmark's record in `work`.
+fn prepare_command(hb: &str, work: &Path, b: &PlanEntry, eviction: EvictMethod) -> String {
+    let record = residency_record(work, &b.id).display().to_string();
+    let mut prep = vec![hb.to_string()];
+    match b.cache {
+        Cache::Cold => {
+            prep.extend(["evict".into(), "--record".into(), record]);
+            if eviction == EvictMethod::DropCaches {
+                prep.extend(["--method".into(), "drop-caches".into()]);
+            }
+        }
+        Cache::Warm => prep.extend(["residency".into(), "--record".into(), record]),
+    }
+    prep.push(b.dataset.clone());
+    sh_join(&prep)
 }
 
 /// How a benchmark is labelled in progress lines and tables: `hash-threads -j2`,
@@ -938,10 +989,10 @@ mod tests {
         fake_bins(t.path());
         let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
         // Per dataset and cache state: hash-serial, 3 parallel hashers × (-j2, default),
-        // sha256sum, the read floor at the CPU count and 64; warm also the 2 ceilings.
-        // 4 datasets × 2 caches, plus `empty` warm only.
+        // hash-async's 2 non-default io modes, sha256sum, the read floor at the CPU count
+        // and 64; warm also the 2 ceilings. 4 datasets × 2 caches, plus `empty` warm only.
         let floors = if cores() == 64 { 1 } else { 2 };
-        let per = 1 + 3 * 2 + 1 + floors;
+        let per = 1 + 3 * 2 + 2 + 1 + floors;
         assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 2);
         let find = |id: &str| {
             plan.benchmarks
@@ -1014,10 +1065,9 @@ mod tests {
         find("empty.warm.hash-procs-jdefault");
 
         // The default sweep with every peer, Python, and hash-async's two io modes: the
-        // model says ~26 minutes on 2 vCPUs (today's binaries, without io modes: ~23).
+        // model says ~26 minutes on 2 vCPUs.
         let bins = tempfile::tempdir().unwrap();
         fake_bins(bins.path());
-        fake_async_with_io(bins.path());
         let mut o = options(bins.path(), t.path(), Path::new("/w"));
         o.peers = PeerSelection::Auto;
         o.python = true;
@@ -1037,21 +1087,12 @@ mod tests {
         assert_eq!(slow.runs, SLOW_PEER_RUNS);
     }
 
-    fn fake_async_with_io(dir: &Path) {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("hash-async");
-        std::fs::write(&p, "#!/bin/sh\necho '  --io <IO>  pool or uring'\nexit 0\n").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
     #[test]
-    fn async_io_modes_are_raced_only_when_listed() {
+    fn io_modes_are_raced_for_the_strategy_hash_core_gives_io() {
         let t = tempfile::tempdir().unwrap();
+        // The fake binaries' --help lists nothing: the modes come from hash-core.
         fake_bins(t.path());
         let o = options(t.path(), t.path(), Path::new("/w"));
-        let today = build(&o).unwrap();
-        assert!(!today.programs.iter().any(|p| p.name == "hash-async-pool"));
-        fake_async_with_io(t.path());
         let plan = build(&o).unwrap();
         let names: Vec<&str> = plan.programs.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
@@ -1139,10 +1180,14 @@ mod tests {
                 "scale.warm.hash-threads-jdefault",
                 "scale.warm.hash-procs-jdefault",
                 "scale.warm.hash-async-jdefault",
+                "scale.warm.hash-async-pool-jdefault",
+                "scale.warm.hash-async-uring-jdefault",
                 "scale2.warm.hash-serial",
                 "scale2.warm.hash-threads-jdefault",
                 "scale2.warm.hash-procs-jdefault",
                 "scale2.warm.hash-async-jdefault",
+                "scale2.warm.hash-async-pool-jdefault",
+                "scale2.warm.hash-async-uring-jdefault",
             ]
         );
         assert!(plan.benchmarks.iter().all(|b| b.runs == SCALE_RUNS));

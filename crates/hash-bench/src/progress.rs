@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How often the plain (not a terminal) line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
@@ -103,26 +103,10 @@ impl Progress {
         format!(
             "  {}: {} / {} ({pct:.0} %), {}/s",
             self.label,
-            human_bytes(done),
-            human_bytes(self.total),
-            human_bytes(rate as u64)
+            HumanBytes(done),
+            HumanBytes(self.total),
+            HumanBytes(rate as u64)
         )
-    }
-}
-
-/// Human-readable byte count in binary units.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -137,13 +121,13 @@ mod tests {
         p.add(2 << 20);
         assert_eq!(
             p.line(Duration::from_secs(2)),
-            "  gen x: 4.0 MiB / 8.0 MiB (50 %), 2.0 MiB/s"
+            "  gen x: 4.00 MiB / 8.00 MiB (50 %), 2.00 MiB/s"
         );
         // More than the total (a file grew) shows the total.
         p.add(8 << 20);
         assert!(p
             .line(Duration::from_secs(1))
-            .contains("8.0 MiB / 8.0 MiB (100 %)"));
+            .contains("8.00 MiB / 8.00 MiB (100 %)"));
     }
 
     #[test]

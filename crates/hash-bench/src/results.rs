@@ -1,12 +1,21 @@
-//! The results file: one JSON document per machine and sweep, in `results/`, with the
-//! raw hyperfine exports kept in a sibling directory. This module is its schema
-//! ([`SCHEMA_VERSION`]); `results/README.md` describes it for readers, and
-//! [`validate`] checks a file against it (what `.ci/run` calls).
+//! The results file: one self-contained JSON document per machine and sweep, in
+//! `results/`. This module is its schema ([`SCHEMA_VERSION`]); `results/README.md`
+//! describes it for readers, and [`validate`] checks a file against it (what `.ci/run`
+//! calls).
+//!
+//! The file carries every timed run (`times_s`, exit codes, residency per run), so that
+//! [`validate`] and `hash-bench compare` need nothing beside it: the raw hyperfine exports
+//! `collect` leaves in a sibling directory are for local auditing and are not committed.
 //!
 //! Times are seconds, throughputs MiB/s (2^20 bytes) and files/s computed from the
 //! median, memory KiB. Every number that can be recomputed from others (statistics from
 //! `times_s`, throughput from the dataset size) is checked by [`validate`], so a hand-
 //! edited or truncated file does not pass as a measurement.
+//!
+//! The types ignore unknown fields when deserializing, so that `compare` can read a file
+//! written by a newer harness that added some; [`validate_file`] is the strict reader and
+//! refuses them (it serializes what it read and names any input field that did not
+//! survive the round trip).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -18,20 +27,23 @@ use crate::cache::EvictMethod;
 use crate::machine::Machine;
 use crate::plan::{Cache, Kind, ProgramInfo, Runs};
 use crate::spec::Spec;
-use crate::util::{mean, median, stddev};
+use crate::util::{close, mean, median, stddev};
 
 /// Version of this schema. Bump it on any incompatible change, and say what changed in
 /// `results/README.md`. Version 2 added `default_jobs` and `peak_rss_tree_kib` to each
-/// benchmark (and reference rows); [`validate`] still reads version 1 files, in which
-/// both are absent (`false`, `null`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// benchmark (and reference rows); version 3 dropped `raw_dir` and `raw_export`, the
+/// pointers to raw files that are no longer committed. [`validate`] still reads versions
+/// 1 and 2.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version [`validate`] still reads.
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
+/// The first schema version without `raw_dir` / `raw_export`.
+const SELF_CONTAINED_SCHEMA_VERSION: u32 = 3;
+
 /// One sweep on one machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Results {
     /// [`SCHEMA_VERSION`] of this file.
     pub schema_version: u32,
@@ -57,14 +69,16 @@ pub struct Results {
     pub datasets: Vec<DatasetResult>,
     /// Every benchmark: program × dataset × cache state (× job count).
     pub benchmarks: Vec<BenchmarkResult>,
-    /// Directory (relative to this file) holding the raw hyperfine exports, residency
-    /// records, RSS records, plan and verification records.
-    pub raw_dir: String,
+    /// (v1, v2 only) Directory, relative to this file, that held the raw hyperfine
+    /// exports, residency, RSS, plan and verification records. Absent since v3: the file
+    /// is self-contained and the raw directory (`collect` still writes one, named as this
+    /// file without `.json`) stays local.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_dir: Option<String>,
 }
 
 /// Versions of the tools that built and measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Toolchain {
     /// `rustc --version`.
     pub rustc: Option<String>,
@@ -78,7 +92,6 @@ pub struct Toolchain {
 
 /// Settings of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Job counts swept (passed as `-j N`; peers get the same N).
     pub jobs: Vec<u32>,
@@ -100,7 +113,6 @@ pub struct Settings {
 
 /// A dataset as measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct DatasetResult {
     /// Dataset name.
     pub name: String,
@@ -126,7 +138,6 @@ pub struct DatasetResult {
 
 /// Residency of the data before each timed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ResidencySummary {
     /// Resident percent before each timed run, in run order.
     pub per_run_percent: Vec<f64>,
@@ -140,7 +151,6 @@ pub struct ResidencySummary {
 
 /// One program on one dataset in one cache state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct BenchmarkResult {
     /// Unique id, `<dataset>.<cache>.<program>[-j<N>]`.
     pub id: String,
@@ -206,17 +216,49 @@ pub struct BenchmarkResult {
     pub valid: bool,
     /// Why not, when `valid` is false.
     pub flags: Vec<String>,
-    /// The raw hyperfine export, relative to `raw_dir`.
-    pub raw_export: String,
+    /// (v1, v2 only) The raw hyperfine export, relative to `raw_dir`. Absent since v3;
+    /// locally it is `<id>.hyperfine.json` in the raw directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_export: Option<String>,
 }
 
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
+/// Check a results document's invariants. It needs nothing but the document: the
+/// statistics are checked against the per-run times it carries.
+pub fn validate(r: &Results) -> Result<()> {
+    check_header(r)?;
+    check_datasets(&r.datasets)?;
+    let programs: BTreeSet<&str> = r.programs.iter().map(|p| p.name.as_str()).collect();
+    let mut ids = BTreeSet::new();
+    for b in &r.benchmarks {
+        let mut check = || -> Result<()> {
+            ensure!(ids.insert(b.id.as_str()), "duplicate id");
+            let d = r
+                .datasets
+                .iter()
+                .find(|d| d.name == b.dataset)
+                .with_context(|| format!("unknown dataset {}", b.dataset))?;
+            ensure!(
+                d.caches.contains(&b.cache),
+                "cache state not listed for its dataset"
+            );
+            ensure!(
+                programs.contains(b.program.as_str()),
+                "unknown program {}",
+                b.program
+            );
+            check_benchmark_fields(b, r.schema_version)?;
+            check_statistics(b)?;
+            check_throughput(b, d)?;
+            check_validity(b, &r.settings)
+        };
+        check().with_context(|| format!("benchmark {}", b.id))?;
+    }
+    Ok(())
 }
 
-/// Check a results document's invariants. `raw_base`, if given, is the directory the
-/// file is in; the raw exports are then required to exist.
-pub fn validate(r: &Results, raw_base: Option<&Path>) -> Result<()> {
+/// The document as a whole: version, non-empty, date, hyperfine shape, machine, and the
+/// raw-directory pointer only where its version has one.
+fn check_header(r: &Results) -> Result<()> {
     ensure!(
         (OLDEST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&r.schema_version),
         "schema_version {} (this hash-bench reads {OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION})",
@@ -236,8 +278,18 @@ pub fn validate(r: &Results, raw_base: Option<&Path>) -> Result<()> {
         r.machine.logical_cpus > 0 && r.machine.mem_total_kib > 0,
         "machine facts missing"
     );
+    ensure!(
+        r.raw_dir.is_some() == (r.schema_version < SELF_CONTAINED_SCHEMA_VERSION),
+        "raw_dir is required before schema v{SELF_CONTAINED_SCHEMA_VERSION} and absent from it on"
+    );
+    Ok(())
+}
+
+/// Each dataset agrees with its embedded spec, and its verified output with the
+/// committed digest.
+fn check_datasets(datasets: &[DatasetResult]) -> Result<()> {
     let mut names = BTreeSet::new();
-    for d in &r.datasets {
+    for d in datasets {
         ensure!(
             names.insert(d.name.as_str()),
             "dataset {} listed twice",
@@ -279,156 +331,163 @@ pub fn validate(r: &Results, raw_base: Option<&Path>) -> Result<()> {
             d.name
         );
     }
-    let programs: BTreeSet<&str> = r.programs.iter().map(|p| p.name.as_str()).collect();
-    let mut ids = BTreeSet::new();
-    for b in &r.benchmarks {
-        let ctx = || format!("benchmark {}", b.id);
-        ensure!(ids.insert(b.id.as_str()), "{}: duplicate id", ctx());
-        let d = r
-            .datasets
-            .iter()
-            .find(|d| d.name == b.dataset)
-            .with_context(|| format!("{}: unknown dataset {}", ctx(), b.dataset))?;
+    Ok(())
+}
+
+/// Fields that only some schema versions have, and the ones that constrain each other.
+fn check_benchmark_fields(b: &BenchmarkResult, schema_version: u32) -> Result<()> {
+    ensure!(
+        !b.command.is_empty() && !b.prepare.is_empty(),
+        "command missing"
+    );
+    if schema_version < 2 {
         ensure!(
-            d.caches.contains(&b.cache),
-            "{}: cache state not listed for its dataset",
-            ctx()
+            !b.default_jobs && b.peak_rss_tree_kib.is_none(),
+            "default_jobs / peak_rss_tree_kib are schema v2 fields"
         );
-        ensure!(
-            programs.contains(b.program.as_str()),
-            "{}: unknown program {}",
-            ctx(),
-            b.program
-        );
-        ensure!(
-            !b.command.is_empty() && !b.prepare.is_empty(),
-            "{}: command missing",
-            ctx()
-        );
-        if r.schema_version < 2 {
-            ensure!(
-                !b.default_jobs && b.peak_rss_tree_kib.is_none(),
-                "{}: default_jobs / peak_rss_tree_kib are schema v2 fields",
-                ctx()
-            );
-        }
-        ensure!(
-            !(b.default_jobs && b.jobs.is_some()),
-            "{}: a default -j run has no job count",
-            ctx()
-        );
-        if let (Some(tree), Some(single)) = (b.peak_rss_tree_kib, b.peak_rss_kib) {
-            ensure!(
-                tree >= single,
-                "{}: tree RSS below the largest process's",
-                ctx()
-            );
-        }
-        ensure!(
-            b.runs >= 1 && b.times_s.len() == b.runs as usize,
-            "{}: {} times for {} runs",
-            ctx(),
-            b.times_s.len(),
-            b.runs
-        );
-        ensure!(
-            b.exit_codes.len() == b.times_s.len(),
-            "{}: exit codes do not match runs",
-            ctx()
-        );
-        ensure!(
-            b.times_s.iter().all(|t| t.is_finite() && *t >= 0.0),
-            "{}: bad time",
-            ctx()
-        );
-        ensure!(
-            close(b.median_s, median(&b.times_s).unwrap_or(f64::NAN)),
-            "{}: median does not match times",
-            ctx()
-        );
-        ensure!(
-            close(b.mean_s, mean(&b.times_s).unwrap_or(f64::NAN)),
-            "{}: mean does not match times",
-            ctx()
-        );
-        match (b.stddev_s, stddev(&b.times_s)) {
-            (None, None) => {}
-            (Some(a), Some(c)) => ensure!(close(a, c), "{}: stddev does not match times", ctx()),
-            _ => bail!("{}: stddev present iff two or more runs", ctx()),
-        }
-        ensure!(
-            b.min_s <= b.median_s
-                && b.median_s <= b.max_s
-                && b.min_s <= b.mean_s
-                && b.mean_s <= b.max_s,
-            "{}: min/median/mean/max out of order",
-            ctx()
-        );
-        ensure!(
-            b.user_s >= 0.0 && b.system_s >= 0.0,
-            "{}: negative CPU time",
-            ctx()
-        );
-        if b.median_s > 0.0 {
-            ensure!(
-                close(b.mib_per_s, d.bytes as f64 / b.median_s / 1048576.0),
-                "{}: mib_per_s does not match bytes / median",
-                ctx()
-            );
-            ensure!(
-                close(b.files_per_s, d.files as f64 / b.median_s),
-                "{}: files_per_s does not match",
-                ctx()
-            );
-        }
-        ensure!(
-            b.residency.per_run_percent.len() == b.times_s.len(),
-            "{}: one residency sample per timed run is required",
-            ctx()
-        );
-        let mut flags_needed = false;
-        if b.exit_codes.iter().any(|c| *c != Some(0)) {
-            flags_needed = true;
-        }
-        match b.cache {
-            Cache::Cold => {
-                if b.residency
-                    .per_run_percent
-                    .iter()
-                    .any(|p| *p > r.settings.cold_max_resident_percent)
-                {
-                    flags_needed = true;
-                }
-            }
-            Cache::Warm => {
-                if b.residency
-                    .per_run_percent
-                    .iter()
-                    .any(|p| *p < r.settings.warm_min_resident_percent)
-                {
-                    flags_needed = true;
-                }
-            }
-        }
-        ensure!(
-            b.valid == b.flags.is_empty(),
-            "{}: valid must be true exactly when there are no flags",
-            ctx()
-        );
-        ensure!(
-            !flags_needed || !b.valid,
-            "{}: marked valid despite bad exit codes or residency",
-            ctx()
-        );
-        if let Some(base) = raw_base {
-            let p = base.join(&r.raw_dir).join(&b.raw_export);
-            ensure!(p.is_file(), "{}: raw export {} missing", ctx(), p.display());
-        }
+    }
+    ensure!(
+        b.raw_export.is_some() == (schema_version < SELF_CONTAINED_SCHEMA_VERSION),
+        "raw_export is required before schema v{SELF_CONTAINED_SCHEMA_VERSION} and absent from it on"
+    );
+    ensure!(
+        !(b.default_jobs && b.jobs.is_some()),
+        "a default -j run has no job count"
+    );
+    if let (Some(tree), Some(single)) = (b.peak_rss_tree_kib, b.peak_rss_kib) {
+        ensure!(tree >= single, "tree RSS below the largest process's");
     }
     Ok(())
 }
 
-/// Read and validate a results file.
+/// One time, exit code and residency sample per run, and the summary statistics
+/// recomputed from the times.
+fn check_statistics(b: &BenchmarkResult) -> Result<()> {
+    ensure!(
+        b.runs >= 1 && b.times_s.len() == b.runs as usize,
+        "{} times for {} runs",
+        b.times_s.len(),
+        b.runs
+    );
+    ensure!(
+        b.exit_codes.len() == b.times_s.len(),
+        "exit codes do not match runs"
+    );
+    ensure!(
+        b.residency.per_run_percent.len() == b.times_s.len(),
+        "one residency sample per timed run is required"
+    );
+    ensure!(
+        b.times_s.iter().all(|t| t.is_finite() && *t >= 0.0),
+        "bad time"
+    );
+    ensure!(
+        close(b.median_s, median(&b.times_s).unwrap_or(f64::NAN)),
+        "median does not match times"
+    );
+    ensure!(
+        close(b.mean_s, mean(&b.times_s).unwrap_or(f64::NAN)),
+        "mean does not match times"
+    );
+    match (b.stddev_s, stddev(&b.times_s)) {
+        (None, None) => {}
+        (Some(a), Some(c)) => ensure!(close(a, c), "stddev does not match times"),
+        _ => bail!("stddev present iff two or more runs"),
+    }
+    ensure!(
+        b.min_s <= b.median_s
+            && b.median_s <= b.max_s
+            && b.min_s <= b.mean_s
+            && b.mean_s <= b.max_s,
+        "min/median/mean/max out of order"
+    );
+    ensure!(b.user_s >= 0.0 && b.system_s >= 0.0, "negative CPU time");
+    Ok(())
+}
+
+/// MiB/s and files/s agree with the dataset's size and the median.
+fn check_throughput(b: &BenchmarkResult, d: &DatasetResult) -> Result<()> {
+    if b.median_s > 0.0 {
+        ensure!(
+            close(b.mib_per_s, d.bytes as f64 / b.median_s / 1048576.0),
+            "mib_per_s does not match bytes / median"
+        );
+        ensure!(
+            close(b.files_per_s, d.files as f64 / b.median_s),
+            "files_per_s does not match"
+        );
+    }
+    Ok(())
+}
+
+/// `valid` exactly when there are no flags, and never with a failed run or a run that
+/// started with the wrong residency.
+fn check_validity(b: &BenchmarkResult, settings: &Settings) -> Result<()> {
+    let failed = b.exit_codes.iter().any(|c| *c != Some(0));
+    let resident = &b.residency.per_run_percent;
+    let wrong_residency = match b.cache {
+        Cache::Cold => resident
+            .iter()
+            .any(|p| *p > settings.cold_max_resident_percent),
+        Cache::Warm => resident
+            .iter()
+            .any(|p| *p < settings.warm_min_resident_percent),
+    };
+    ensure!(
+        b.valid == b.flags.is_empty(),
+        "valid must be true exactly when there are no flags"
+    );
+    ensure!(
+        !(failed || wrong_residency) || !b.valid,
+        "marked valid despite bad exit codes or residency"
+    );
+    Ok(())
+}
+
+/// Parse a results document strictly: every field must be one the schema knows.
+pub fn parse_strict(text: &str) -> Result<Results> {
+    let input: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    let r: Results = serde_json::from_value(input.clone()).context("does not match schema")?;
+    let known = serde_json::to_value(&r).context("serializing")?;
+    let mut unknown = Vec::new();
+    unknown_fields(&input, &known, "", &mut unknown);
+    ensure!(
+        unknown.is_empty(),
+        "does not match schema: unknown field {}",
+        unknown.join(", ")
+    );
+    Ok(r)
+}
+
+/// Collect the paths (`.a.b[2].c`) of object keys in `input` that `known` lacks.
+fn unknown_fields(
+    input: &serde_json::Value,
+    known: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => {
+            for (key, v) in i {
+                let path = format!("{at}.{key}");
+                match k.get(key) {
+                    Some(kv) => unknown_fields(v, kv, &path, out),
+                    None => out.push(path),
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(k)) => {
+            for (n, (v, kv)) in i.iter().zip(k).enumerate() {
+                unknown_fields(v, kv, &format!("{at}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Read and validate a results file. It needs no other file: not even the raw
+/// directory an old (v1, v2) file names.
 pub fn validate_file(path: &Path) -> Result<Results> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -437,9 +496,8 @@ pub fn validate_file(path: &Path) -> Result<Results> {
         "{}: must end with a newline",
         path.display()
     );
-    let r: Results = serde_json::from_str(&text)
-        .with_context(|| format!("{}: does not match schema", path.display()))?;
-    validate(&r, path.parent()).with_context(|| format!("{}: invalid", path.display()))?;
+    let r = parse_strict(&text).with_context(|| path.display().to_string())?;
+    validate(&r).with_context(|| format!("{}: invalid", path.display()))?;
     Ok(r)
 }
 
@@ -459,7 +517,7 @@ mod tests {
     fn v2_fixture_is_valid_and_v2_fields_are_checked() {
         let r = fixture_v2();
         assert_eq!(r.schema_version, 2);
-        validate(&r, None).unwrap();
+        validate(&r).unwrap();
         let d = r.benchmarks.iter().find(|b| b.default_jobs).unwrap();
         assert_eq!(d.jobs, None);
         assert!(r.benchmarks.iter().any(|b| b.peak_rss_tree_kib.is_some()));
@@ -483,8 +541,30 @@ mod tests {
         fails(&bad, "schema v2 fields");
     }
 
+    #[test]
+    fn v3_is_self_contained_and_older_versions_name_their_raw_directory() {
+        let r: Results =
+            serde_json::from_str(include_str!("../tests/fixtures/results-v3.json")).unwrap();
+        assert_eq!(r.schema_version, 3);
+        validate(&r).unwrap();
+
+        let mut bad = r.clone();
+        bad.raw_dir = Some("raw".into());
+        fails(
+            &bad,
+            "raw_dir is required before schema v3 and absent from it on",
+        );
+        let mut bad = r.clone();
+        bad.benchmarks[0].raw_export = Some("x.hyperfine.json".into());
+        fails(&bad, "raw_export is required before schema v3");
+
+        let mut old = fixture_v2();
+        old.raw_dir = None;
+        fails(&old, "raw_dir is required");
+    }
+
     fn fails(r: &Results, what: &str) {
-        let err = validate(r, None).expect_err(what);
+        let err = validate(r).expect_err(what);
         assert!(
             format!("{err:#}").contains(what),
             "{err:#} should mention {what}"
@@ -494,7 +574,7 @@ mod tests {
     #[test]
     fn fixture_is_valid_and_round_trips() {
         let r = fixture();
-        validate(&r, None).unwrap();
+        validate(&r).unwrap();
         let text = serde_json::to_string_pretty(&r).unwrap();
         assert_eq!(serde_json::from_str::<Results>(&text).unwrap(), r);
     }
@@ -553,6 +633,16 @@ mod tests {
         let mut v: serde_json::Value =
             serde_json::from_str(include_str!("../tests/fixtures/results-v1.json")).unwrap();
         v["surprise"] = serde_json::json!(1);
-        assert!(serde_json::from_value::<Results>(v).is_err());
+        let err = parse_strict(&v.to_string()).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("unknown field .surprise"),
+            "{err:#}"
+        );
+        v["benchmarks"][1]["extra"] = serde_json::json!(null);
+        let err = parse_strict(&v.to_string()).unwrap_err();
+        assert!(
+            format!("{err:#}").contains(".benchmarks[1].extra, .surprise"),
+            "{err:#}"
+        );
     }
 }

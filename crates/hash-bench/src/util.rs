@@ -54,6 +54,18 @@ pub fn parallel_for(
     }
 }
 
+/// Relative tolerance for a stored number that can be recomputed from others (a median
+/// from `times_s`, MiB/s from bytes and the median). The stored value was computed by the
+/// same arithmetic; the slack is for what can move it by a few ulps (serde_json's default
+/// float parser is not always correctly rounded, a sum may run in another order), far
+/// below 1e-9, while any edited or mismatched number is off by much more.
+pub const REL_TOLERANCE: f64 = 1e-9;
+
+/// Whether `a` and `b` agree within [`REL_TOLERANCE`] of the larger.
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= REL_TOLERANCE * a.abs().max(b.abs()).max(f64::MIN_POSITIVE)
+}
+
 /// Median of `values` (mean of the two middle values for an even count); `None` if empty.
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
@@ -163,7 +175,11 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
     which::which(name).ok()
 }
 
-pub use crate::progress::human_bytes;
+/// Human-readable byte count in binary units (`512 B`, `8.00 MiB`): indicatif's
+/// [`indicatif::HumanBytes`], the same text the progress bars show.
+pub fn human_bytes(bytes: u64) -> String {
+    indicatif::HumanBytes(bytes).to_string()
+}
 
 /// Human-readable duration: `42 s`, `3m05s`, `1h02m`.
 pub fn human_secs(secs: f64) -> String {
@@ -310,7 +326,9 @@ mod tests {
     #[test]
     fn humans() {
         assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(8 << 20), "8.0 MiB");
+        // indicatif's documented form: two decimals in binary units.
+        assert_eq!(human_bytes(8 << 20), "8.00 MiB");
+        assert_eq!(human_bytes(1536), "1.50 KiB");
         assert_eq!(human_secs(42.4), "42 s");
         assert_eq!(human_secs(185.0), "3m05s");
         assert_eq!(human_secs(3720.0), "1h02m");

@@ -29,7 +29,7 @@ fn compare_reports_refused_files_and_compares_the_rest() {
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         format!(
-            "hash-bench: {}: results schema_version 9 (compare reads 1 to 2)\n\
+            "hash-bench: {}: results schema_version 9 (compare reads 1 to 3)\n\
              hash-bench: 1 of 2 files refused\n",
             bad.display()
         )

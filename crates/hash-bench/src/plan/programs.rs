@@ -5,8 +5,9 @@
 //! The hashrace binaries are not in the table: they come from
 //! [`hash_core::Strategy::ALL`] (binary `hash-<name>`), so a new strategy is raced
 //! without an edit here. `scripts/bench.sh` asks `hash-bench strategies` for the same
-//! list. A hasher whose `--help` lists `--io` is also raced once per non-default
-//! [`IoMode`] (`hash-async-pool`, `hash-async-uring`), at its default `-j` only.
+//! list. A hasher that hash-core gives an `--io` option ([`Strategy::has_io_option`]) is
+//! also raced once per non-default [`IoMode`] (`hash-async-pool`, `hash-async-uring`), at
+//! its default `-j` only.
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
@@ -226,9 +227,9 @@ impl Def {
 }
 
 /// Every program but the hashrace binaries, in report order within each group. The
-/// figures of the cost model are from docs/BENCHMARKING.md's measurements of the
-/// 2-vCPU reference machine, between the idle ones and those with the other core busy;
-/// they only need to be right within a factor of two.
+/// figures of the cost model are measurements of the 2-vCPU reference machine (the
+/// limits table in section 1 of `results/VERDICT.md`), between the idle ones and those
+/// with the other core busy; they only need to be right within a factor of two.
 pub const TABLE: &[Def] = &[
     {
         let mut d = Def::peer(
