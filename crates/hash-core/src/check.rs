@@ -147,6 +147,95 @@ fn read_manifest(path: &Path) -> Result<Result<Vec<u8>, LineTooLong>, ManifestEr
     read.map_err(|_| ManifestError::Read)
 }
 
+/// A manifest's lines, parsed.
+struct Listing {
+    /// The well-formed entries, in order.
+    entries: Vec<CheckLine>,
+    /// GNU reports a malformed line when it reaches it, between the verdicts
+    /// of the lines around it: the malformed line numbers before each entry...
+    malformed_before: Vec<Vec<usize>>,
+    /// ...and after the last one.
+    malformed_after: Vec<usize>,
+}
+
+/// Parse `data` with `parser`, counting malformed lines in `tally`.
+fn parse_manifest(data: &[u8], parser: &mut CheckParser, tally: &mut Tally) -> Listing {
+    let mut listing = Listing {
+        entries: Vec::new(),
+        malformed_before: Vec::new(),
+        malformed_after: Vec::new(),
+    };
+    for (line_no, line) in split_lines(data, false) {
+        match parser.parse(line) {
+            // GNU's `-` entry means stdin; we do not hash stdin from a manifest
+            // (see docs/check-format.md), so it counts as malformed.
+            Ok(Parsed::Entry(entry)) if entry.path != b"-" => {
+                listing.entries.push(entry);
+                let before = std::mem::take(&mut listing.malformed_after);
+                listing.malformed_before.push(before);
+            }
+            Ok(Parsed::Skip) => {}
+            Ok(Parsed::Entry(_)) | Err(_) => {
+                tally.malformed += 1;
+                listing.malformed_after.push(line_no);
+            }
+        }
+    }
+    listing
+}
+
+/// The files `entries` name, with a size hint for largest-first scheduling
+/// and the progress total when `sizes` (as in the walk, skipped when neither
+/// needs it; a missing file is 0 here and reported when it is opened).
+fn jobs(entries: &[CheckLine], sizes: bool) -> Vec<Job> {
+    let job = |e: &CheckLine| {
+        let path = bytes_path(&e.path).to_path_buf();
+        let size = if sizes {
+            fs::metadata(&path).map_or(0, |m| m.len())
+        } else {
+            0
+        };
+        Job::new(path, size, true)
+    };
+    entries.iter().map(job).collect()
+}
+
+/// What one entry's outcome says.
+enum Verdict {
+    /// Print `NAME: TEXT` (unless `--status`).
+    Print(&'static [u8]),
+    /// Print nothing (`--quiet` OK, `--ignore-missing`).
+    Silent,
+    /// Report the error, then print `FAILED open or read`.
+    Unreadable(ErrorKind),
+}
+
+/// Judge `outcome` against `entry`, counting it in `tally`.
+fn judge(opts: &CheckOptions, entry: &CheckLine, outcome: Outcome, tally: &mut Tally) -> Verdict {
+    match outcome {
+        Ok(d) if d.digest == entry.digest => {
+            tally.ok += 1;
+            if opts.quiet || opts.status {
+                Verdict::Silent
+            } else {
+                Verdict::Print(b"OK")
+            }
+        }
+        Ok(_) => {
+            tally.mismatched += 1;
+            Verdict::Print(b"FAILED")
+        }
+        Err(ErrorKind::Io(e)) if opts.ignore_missing && e.kind() == io::ErrorKind::NotFound => {
+            tally.missing_ignored += 1;
+            Verdict::Silent
+        }
+        Err(kind) => {
+            tally.unreadable += 1;
+            Verdict::Unreadable(kind)
+        }
+    }
+}
+
 /// Parse `data`, hash what it lists, print per-file lines to `out`. An error
 /// writing to `out` stops the check and is returned.
 pub fn check_manifest(
@@ -157,30 +246,7 @@ pub fn check_manifest(
     out: &mut impl Write,
 ) -> io::Result<Tally> {
     let mut tally = Tally::default();
-    let mut entries: Vec<CheckLine> = Vec::new();
-    // GNU reports a malformed line when it reaches it, between the verdicts of
-    // the lines around it; remember which malformed lines precede each entry.
-    let mut malformed_before: Vec<Vec<usize>> = Vec::new();
-    let mut malformed: Vec<usize> = Vec::new();
-    for (line_no, line) in split_lines(data, false) {
-        match parser.parse(line) {
-            // GNU's `-` entry means stdin; we do not hash stdin from a manifest
-            // (see docs/check-format.md), so it counts as malformed.
-            Ok(Parsed::Entry(entry)) if entry.path == b"-" => {
-                tally.malformed += 1;
-                malformed.push(line_no);
-            }
-            Ok(Parsed::Entry(entry)) => {
-                entries.push(entry);
-                malformed_before.push(std::mem::take(&mut malformed));
-            }
-            Ok(Parsed::Skip) => {}
-            Err(_) => {
-                tally.malformed += 1;
-                malformed.push(line_no);
-            }
-        }
-    }
+    let listing = parse_manifest(data, parser, &mut tally);
     let warn_malformed = |line_numbers: &[usize]| {
         if run.opts.warn {
             for line_no in line_numbers {
@@ -188,26 +254,12 @@ pub fn check_manifest(
             }
         }
     };
-    if entries.is_empty() {
-        warn_malformed(&malformed);
+    if listing.entries.is_empty() {
+        warn_malformed(&listing.malformed_after);
         return Ok(tally);
     }
     let sizes = run.engine.strategy().is_parallel() || run.progress;
-    let files: Vec<Job> = entries
-        .iter()
-        .map(|e| {
-            let path = bytes_path(&e.path).to_path_buf();
-            // A size hint for largest-first scheduling and the progress total
-            // (as in the walk, skipped when neither needs it); a missing file
-            // is 0 here and reported when the strategy tries to open it.
-            let size = if sizes {
-                fs::metadata(&path).map_or(0, |m| m.len())
-            } else {
-                0
-            };
-            Job::new(path, size, true)
-        })
-        .collect();
+    let files = jobs(&listing.entries, sizes);
     let reading = run.engine.reading();
     let progress = run.progress.then(|| {
         let total = files.iter().map(|j| j.size).sum();
@@ -216,31 +268,15 @@ pub fn check_manifest(
     let mut order = InOrder::new(files.len());
     let mut write_failure = None;
     let mut verdict = |i: usize, outcome: Outcome| -> ControlFlow<()> {
-        let entry = &entries[i];
-        if !malformed_before[i].is_empty() {
+        let entry = &listing.entries[i];
+        if !listing.malformed_before[i].is_empty() {
             let _ = out.flush();
-            warn_malformed(&malformed_before[i]);
+            warn_malformed(&listing.malformed_before[i]);
         }
-        let verdict: &[u8] = match outcome {
-            Ok(d) if d.digest == entry.digest => {
-                tally.ok += 1;
-                if run.opts.quiet || run.opts.status {
-                    return ControlFlow::Continue(());
-                }
-                b"OK"
-            }
-            Ok(_) => {
-                tally.mismatched += 1;
-                b"FAILED"
-            }
-            Err(ErrorKind::Io(e))
-                if run.opts.ignore_missing && e.kind() == io::ErrorKind::NotFound =>
-            {
-                tally.missing_ignored += 1;
-                return ControlFlow::Continue(());
-            }
-            Err(kind) => {
-                tally.unreadable += 1;
+        let text = match judge(&run.opts, entry, outcome, &mut tally) {
+            Verdict::Silent => return ControlFlow::Continue(()),
+            Verdict::Print(text) => text,
+            Verdict::Unreadable(kind) => {
                 let _ = out.flush();
                 let e = Error::new(files[i].path.clone(), kind);
                 crate::diag::path_error(&e, progress.as_ref());
@@ -250,7 +286,7 @@ pub fn check_manifest(
         if run.opts.status {
             return ControlFlow::Continue(());
         }
-        match write_status(out, &entry.path, verdict) {
+        match write_status(out, &entry.path, text) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 write_failure = Some(e);
@@ -278,7 +314,7 @@ pub fn check_manifest(
     if let Some(e) = write_failure {
         return Err(e);
     }
-    warn_malformed(&malformed);
+    warn_malformed(&listing.malformed_after);
     Ok(tally)
 }
 
