@@ -203,7 +203,7 @@ fn hash(
     }
     let ran = run_plan(engine, &plan.files, &reading, &mut |i, outcome| {
         if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
-            s.hashed(i, d.size);
+            s.hashed(i, d);
         }
         writer.accept(i, outcome)
     });
@@ -226,7 +226,12 @@ fn hash(
         return Exit::Success; // `| head`: the reader has what it wanted
     }
     if let Some(s) = &shard {
-        if let Err(e) = s.write_trailer(&mut crate::stdio::stdout(), summary.errors, out.zero) {
+        if let Err(e) = s.write_trailer(
+            &mut crate::stdio::stdout(),
+            &plan.files,
+            summary.errors,
+            out.zero,
+        ) {
             return diag::write_failed(&e);
         }
     }

@@ -8,9 +8,12 @@
 //! computes the tree digest from the same (relative path, size, digest) triples
 //! the single machine would have fed it.
 //!
-//! Nothing is printed unless the set is whole: every shard present exactly once,
-//! each complete (its end line written), all from one plan and one shard count,
-//! whatever order they are given in. Each problem is reported as
+//! Nothing is printed unless the set is whole and untouched: every shard
+//! present exactly once, each complete (its end line written), all from one
+//! plan and one shard count, whatever order they are given in; each shard's
+//! lines in sorted order and matching the digest its end line vouches for;
+//! the files the shards were assigned adding up to the plan's, and every one
+//! of them hashed or reported as an error. Each problem is reported as
 //! `tool: SHARD-FILE: reason` (or `tool: shard K/N: missing`), and the exit
 //! status is 1. A whole set whose shards reported errors when they ran is
 //! merged (the single machine would have printed the same lines) and the merge
@@ -27,7 +30,7 @@ use crate::exit::Exit;
 use crate::hasher::hex;
 use crate::output::{write_line, OutputOptions};
 use crate::report::unhex;
-use crate::shard::{Shard, END, FILE, HEADER};
+use crate::shard::{entries_digest, Shard, Vouched, END, FILE, HEADER, HEADER_V1};
 use crate::tree::TreeDigest;
 
 /// One hashed file, as a shard recorded it.
@@ -54,6 +57,8 @@ pub struct ShardFile {
     pub plan: String,
     /// Files in the whole plan.
     pub total: usize,
+    /// Plan files it was given (hashed or not).
+    pub assigned: usize,
     /// Its files.
     pub entries: Vec<Entry>,
     /// Errors it reported; `None` if its end line is missing (killed, still
@@ -69,6 +74,11 @@ pub fn parse(data: &[u8]) -> Result<ShardFile, String> {
             HEADER.trim_end()
         )
     };
+    if data.starts_with(HEADER_V1.as_bytes()) {
+        let why = "written by an older hashrace (shard format v1, which cannot prove it is \
+                   whole); rerun it";
+        return Err(why.into());
+    }
     if !data.starts_with(HEADER.as_bytes()) {
         return Err(not_shard());
     }
@@ -90,30 +100,34 @@ pub fn parse(data: &[u8]) -> Result<ShardFile, String> {
             shard,
             plan,
             total,
+            assigned: 0,
             entries: Vec::new(),
             errors: None,
         });
     }
     let mut digests = Vec::new();
     let mut files = Vec::new();
-    let mut errors = None;
+    let mut end: Option<End> = None;
     for (n, line) in lines {
         let bad = |what: &str| format!("line {n}: {what}");
-        if errors.is_some() {
+        if end.is_some() {
             return Err(bad("text after the end line"));
         }
         if let Some(rest) = line.strip_prefix(FILE.as_bytes()) {
             files.push(parse_numbers(rest).ok_or_else(|| bad("malformed '# f' line"))?);
         } else if let Some(rest) = line.strip_prefix(END.as_bytes()) {
-            let end = std::str::from_utf8(rest).map_err(|_| bad("malformed end line"))?;
-            errors = Some(parse_end(end, shard, digests.len()).map_err(|e| bad(&e))?);
+            let text = std::str::from_utf8(rest).map_err(|_| bad("malformed end line"))?;
+            end = Some(parse_end(text, shard, digests.len()).map_err(|e| bad(&e))?);
         } else if line.starts_with(b"#") || line.is_empty() {
             continue;
         } else {
             digests.push(parse_line(line, tag, zero).ok_or_else(|| bad("malformed digest line"))?);
         }
     }
-    if errors.is_some() && files.len() != digests.len() {
+    let Some(end) = end else {
+        return Err("no end line after its lines".into());
+    };
+    if files.len() != digests.len() {
         return Err(format!(
             "{} digest lines but {} '# f' lines",
             digests.len(),
@@ -137,13 +151,53 @@ pub fn parse(data: &[u8]) -> Result<ShardFile, String> {
             digest,
         });
     }
+    check_vouched(&entries, &end)?;
     Ok(ShardFile {
         shard,
         plan,
         total,
+        assigned: end.assigned,
         entries,
-        errors,
+        errors: Some(end.errors),
     })
+}
+
+/// A shard's lines must be in sorted order, and be what its end line vouches
+/// for; and every file it was assigned but did not hash must have been
+/// reported as an error.
+fn check_vouched(entries: &[Entry], end: &End) -> Result<(), String> {
+    if let Some(w) = entries.windows(2).find(|w| w[0].path > w[1].path) {
+        return Err(format!(
+            "its lines are out of order at plan file {} (changed after it was written)",
+            w[1].index
+        ));
+    }
+    let vouched = entries.iter().map(|e| Vouched {
+        index: e.index,
+        size: e.size,
+        rel: e.rel,
+        path: &e.path,
+        digest: &e.digest,
+    });
+    if entries_digest(vouched) != end.sha256 {
+        return Err("its lines do not match the sha256 of its end line \
+                    (changed after it was written)"
+            .into());
+    }
+    let missing = end.assigned.checked_sub(entries.len()).ok_or_else(|| {
+        format!(
+            "{} lines but only {} files assigned",
+            entries.len(),
+            end.assigned
+        )
+    })?;
+    if missing as u64 > end.errors {
+        return Err(format!(
+            "{missing} of its {} files are neither hashed nor reported as errors",
+            end.assigned
+        ));
+    }
+    Ok(())
 }
 
 /// `K/N plan=HEX files=F style=gnu|tag`.
@@ -178,19 +232,44 @@ fn parse_numbers(rest: &[u8]) -> Option<[u64; 3]> {
     nums.try_into().ok()
 }
 
-/// `K/N hashed=M errors=E`; gives E.
-fn parse_end(end: &str, shard: Shard, lines: usize) -> Result<u64, String> {
+/// What a shard's end line says.
+#[derive(Debug)]
+struct End {
+    assigned: usize,
+    errors: u64,
+    sha256: [u8; 32],
+}
+
+/// `K/N hashed=M assigned=A errors=E sha256=HEX`, for a shard of `lines` lines.
+fn parse_end(end: &str, shard: Shard, lines: usize) -> Result<End, String> {
     let mut words = end.split(' ');
     let same_shard = words.next() == Some(&shard.to_string()[..]);
-    let hashed = words.next().and_then(|w| w.strip_prefix("hashed="));
-    let errors = words.next().and_then(|w| w.strip_prefix("errors="));
+    let mut field = |name: &str| {
+        let word = words.next()?;
+        word.strip_prefix(name)?.strip_prefix('=')
+    };
+    let (hashed, assigned, errors, sha256) = (
+        field("hashed"),
+        field("assigned"),
+        field("errors"),
+        field("sha256"),
+    );
+    let sha256 = sha256
+        .and_then(unhex)
+        .and_then(|d| <[u8; 32]>::try_from(d).ok());
     match (
         same_shard,
         hashed.and_then(|h| h.parse::<usize>().ok()),
+        assigned.and_then(|a| a.parse().ok()),
         errors.and_then(|e| e.parse().ok()),
+        sha256,
     ) {
-        (true, Some(h), Some(e)) if h == lines => Ok(e),
-        (true, Some(h), Some(_)) => Err(format!(
+        (true, Some(h), Some(assigned), Some(errors), Some(sha256)) if h == lines => Ok(End {
+            assigned,
+            errors,
+            sha256,
+        }),
+        (true, Some(h), ..) if h != lines => Err(format!(
             "the end line says {h} lines, the shard has {lines}"
         )),
         _ => Err("malformed end line".into()),
@@ -301,15 +380,9 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     if refused {
         return Exit::Failure;
     }
-    let mut entries: Vec<&Entry> = shards.iter().flat_map(|(_, s)| &s.entries).collect();
-    entries.sort_by_key(|e| e.index);
-    if let Some(w) = entries.windows(2).find(|w| w[0].index == w[1].index) {
-        crate::show!(
-            "plan file {} is in more than one shard; refusing",
-            w[0].index
-        );
+    let Some(entries) = whole_plan(&shards) else {
         return Exit::Failure;
-    }
+    };
     match write(&entries, opts) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
@@ -329,6 +402,33 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
         }
     }
     status
+}
+
+/// The entries of a set of shards that belong together, in plan order, if
+/// they make up the plan: the files assigned add up to the plan's, no plan
+/// file is in two shards, and the paths are in sorted order across shards
+/// too. Each problem is reported; `None` then.
+fn whole_plan<'s>(shards: &'s [(&PathBuf, ShardFile)]) -> Option<Vec<&'s Entry>> {
+    let total = shards.first()?.1.total;
+    let assigned: usize = shards.iter().map(|(_, s)| s.assigned).sum();
+    if assigned != total {
+        crate::show!("the shards were given {assigned} files, the plan has {total}; refusing");
+        return None;
+    }
+    let mut entries: Vec<&Entry> = shards.iter().flat_map(|(_, s)| &s.entries).collect();
+    entries.sort_by_key(|e| e.index);
+    if let Some(w) = entries.windows(2).find(|w| w[0].index == w[1].index) {
+        crate::show!(
+            "plan file {} is in more than one shard; refusing",
+            w[0].index
+        );
+        return None;
+    }
+    if let Some(w) = entries.windows(2).find(|w| w[0].path > w[1].path) {
+        crate::show!("plan file {} is out of sorted order; refusing", w[1].index);
+        return None;
+    }
+    Some(entries)
 }
 
 fn write(entries: &[&Entry], opts: &OutputOptions) -> io::Result<()> {
@@ -361,20 +461,40 @@ mod tests {
         )
     }
 
+    /// The end line of shard `k/n` vouching for `files` (plan index, size,
+    /// root offset, path; digest `D` each), `assigned` files given to it.
+    fn end(k: usize, n: usize, files: &[(usize, u64, usize, &[u8])], assigned: usize) -> String {
+        let digest: [u8; 32] = unhex(D).unwrap().try_into().unwrap();
+        let vouched = files.iter().map(|&(index, size, rel, path)| Vouched {
+            index,
+            size,
+            rel,
+            path,
+            digest: &digest,
+        });
+        let sha = hex(&entries_digest(vouched));
+        let errors = assigned - files.len();
+        format!(
+            "{END}{k}/{n} hashed={} assigned={assigned} errors={errors} sha256={sha}",
+            files.len()
+        )
+    }
+
     #[test]
     fn parses_a_complete_shard_in_both_styles() {
+        let end = end(1, 2, &[(3, 12, 2, b"r/a\nb")], 1);
         for (style, line) in [
             ("gnu", format!("\\{D}  r/a\\nb\n")),
             ("gnu", format!("\\{D} *r/a\\nb\n")), // a shard run with -b
             ("tag", format!("\\SHA256 (r/a\\nb) = {D}\n")),
         ] {
             let text = format!(
-                "{}{line}# something else\n# f 3 12 2\n{END}1/2 hashed=1 errors=0\n",
+                "{}{line}# something else\n# f 3 12 2\n{end}\n",
                 header(1, 2, style)
             );
             let s = parse(text.as_bytes()).unwrap();
             assert_eq!(s.shard, Shard { k: 1, n: 2 });
-            assert_eq!(s.total, 5);
+            assert_eq!((s.total, s.assigned), (5, 1));
             assert_eq!(s.errors, Some(0));
             assert_eq!(s.entries.len(), 1);
             let e = &s.entries[0];
@@ -386,11 +506,11 @@ mod tests {
 
     #[test]
     fn a_zero_shard_keeps_raw_names() {
+        let end = end(0, 1, &[(0, 1, 0, b"\\x\ny")], 1);
         let text = format!(
-            "{}{D}  \\x\ny\0# f 0 1 0\0{END}0/1 hashed=1 errors=0\0",
+            "{}\0{D}  \\x\ny\0# f 0 1 0\0{end}\0",
             header(0, 1, "gnu").trim_end()
-        )
-        .replace(&format!("gnu{D}"), &format!("gnu\0{D}"));
+        );
         let s = parse(text.as_bytes()).unwrap();
         assert_eq!(s.entries[0].path, b"\\x\ny");
     }
@@ -407,39 +527,98 @@ mod tests {
     #[test]
     fn inconsistent_shards_are_refused_with_a_reason() {
         let h = header(0, 2, "gnu");
+        let one = end(0, 2, &[(0, 1, 0, b"a")], 1);
+        let (a, b) = (b"a".as_slice(), b"b".as_slice());
+        let two = end(0, 2, &[(0, 1, 0, a), (1, 1, 0, b)], 2);
+        let v1 = h.replace(HEADER, HEADER_V1);
         for (text, why) in [
             ("x\n".to_owned(), "not a hashrace shard"),
+            (format!("{v1}{D}  a\n# f 0 1 0\n{one}\n"), "older hashrace"),
+            (format!("{h}{D}  a\n{one}\n"), "1 digest lines but 0"),
+            (format!("{h}{D}  a\n# f 5 1 0\n{one}\n"), "does not fit"),
             (
-                format!("{h}{D}  a\n{END}0/2 hashed=1 errors=0\n"),
-                "1 digest lines but 0",
-            ),
-            (
-                format!("{h}{D}  a\n# f 5 1 0\n{END}0/2 hashed=1 errors=0\n"),
-                "does not fit",
-            ),
-            (
-                format!("{h}{D}  a\n# f 0 1 0\n{END}1/2 hashed=1 errors=0\n"),
+                format!("{h}{D}  a\n# f 0 1 0\n{}\n", one.replace("0/2", "1/2")),
                 "malformed end",
             ),
             (
-                format!("{h}{D}  a\n# f 0 1 0\n{END}0/2 hashed=2 errors=0\n"),
+                format!("{h}{D}  a\n# f 0 1 0\n{END}0/2 hashed=1 errors=0\n"),
+                "malformed end",
+            ),
+            (
+                format!(
+                    "{h}{D}  a\n# f 0 1 0\n{}\n",
+                    one.replace("hashed=1", "hashed=2")
+                ),
                 "says 2 lines",
             ),
             (
-                format!("{h}{END}0/2 hashed=0 errors=0\n{D}  a\n"),
+                format!("{h}{}\n{D}  a\n", end(0, 2, &[], 0)),
                 "after the end line",
             ),
+            (format!("{h}{D} a\n{one}\n"), "malformed digest"),
+            (format!("{h}{D}  a\n# f 0 1 9\n{one}\n"), "does not fit"),
+            // Changed after the run: a size, a name, two lines swapped, a
+            // line deleted with its '# f' line and the count lowered.
             (
-                format!("{h}{D} a\n{END}0/2 hashed=1 errors=0\n"),
-                "malformed digest",
+                format!("{h}{D}  a\n# f 0 2 0\n{one}\n"),
+                "do not match the sha256",
             ),
             (
-                format!("{h}{D}  a\n# f 0 1 9\n{END}0/2 hashed=1 errors=0\n"),
-                "does not fit",
+                format!("{h}{D}  c\n# f 0 1 0\n{one}\n"),
+                "do not match the sha256",
+            ),
+            (
+                format!("{h}{D}  b\n{D}  a\n# f 0 1 0\n# f 1 1 0\n{two}\n"),
+                "out of order",
+            ),
+            (
+                format!(
+                    "{h}{D}  a\n# f 0 1 0\n{}\n",
+                    two.replace("hashed=2", "hashed=1")
+                ),
+                "do not match the sha256",
+            ),
+            // Given two files, hashed one, and reported no error.
+            (
+                format!(
+                    "{h}{D}  a\n# f 0 1 0\n{}\n",
+                    one.replace("assigned=1", "assigned=2")
+                ),
+                "neither hashed nor reported",
             ),
         ] {
             let e = parse(text.as_bytes()).unwrap_err();
             assert!(e.contains(why), "{e:?} should say {why:?}");
         }
+    }
+
+    #[test]
+    fn a_set_whose_assigned_files_do_not_add_up_is_not_whole() {
+        let text = |k: usize, files: &[(usize, u64, usize, &[u8])], assigned: usize| {
+            let mut t = header(k, 2, "gnu");
+            for f in files {
+                t += &format!("{D}  {}\n", String::from_utf8_lossy(f.3));
+            }
+            for f in files {
+                t += &format!("# f {} {} {}\n", f.0, f.1, f.2);
+            }
+            t + &end(k, 2, files, assigned) + "\n"
+        };
+        let parsed = |k, files: &[(usize, u64, usize, &[u8])], assigned| {
+            parse(text(k, files, assigned).as_bytes()).unwrap()
+        };
+        let p = PathBuf::from("s");
+        let a = parsed(0, &[(0, 1, 0, b"a"), (1, 1, 0, b"b")], 2);
+        let b = parsed(1, &[(2, 1, 0, b"c"), (3, 1, 0, b"d"), (4, 1, 0, b"e")], 3);
+        let set = [(&p, a.clone()), (&p, b)];
+        let whole = whole_plan(&set).unwrap();
+        let names: Vec<&[u8]> = whole.iter().map(|e| e.path.as_slice()).collect();
+        assert_eq!(names, [b"a", b"b", b"c", b"d", b"e"]);
+        // One file of the plan (5) was given to no shard.
+        let short = parsed(1, &[(2, 1, 0, b"c"), (3, 1, 0, b"d")], 2);
+        assert!(whole_plan(&[(&p, a.clone()), (&p, short)]).is_none());
+        // Each shard sorted, but together out of order.
+        let late = parsed(1, &[(2, 1, 0, b"0"), (3, 1, 0, b"d"), (4, 1, 0, b"e")], 3);
+        assert!(whole_plan(&[(&p, a), (&p, late)]).is_none());
     }
 }

@@ -18,14 +18,19 @@
 //!   `#` comment lines, which `sha256sum -c` skips:
 //!
 //! ```text
-//! # hashrace-shard v1 K/N plan=<64 hex> files=<files in the plan> style=gnu|tag
+//! # hashrace-shard v2 K/N plan=<64 hex> files=<files in the plan> style=gnu|tag
 //! <the shard's lines, in plan order>
 //! # f <plan index> <size> <root offset>      one per line above, same order
-//! # hashrace-shard-end K/N hashed=<lines> errors=<errors reported>
+//! # hashrace-shard-end K/N hashed=<lines> assigned=<files> errors=<errors> sha256=<64 hex>
 //! ```
 //!
 //!   The end line is written last, so a task killed mid-run leaves a shard the
-//!   merge recognises as incomplete. A shard's own tree digest would describe
+//!   merge recognises as incomplete. It proves the rest: `assigned` is how
+//!   many plan files the shard was given (the merge checks that the shards'
+//!   add up to the plan's, and that every one not hashed was reported as an
+//!   error), and `sha256` is the [`entries_digest`] of what its lines say
+//!   (plan index, size, root offset, path, digest of each file), so a line
+//!   changed, swapped or deleted after the run is refused by name. A shard's own tree digest would describe
 //!   only part of the tree, so `--tree` prints none; the merge computes the
 //!   whole tree's digest from the `# f` lines.
 //! - **Walk errors** are the same in every shard (they all walk the same tree),
@@ -48,7 +53,9 @@ use crate::hasher::hex;
 use crate::strategy::Job;
 
 /// First words of a shard's header line.
-pub const HEADER: &str = "# hashrace-shard v1 ";
+pub const HEADER: &str = "# hashrace-shard v2 ";
+/// The header of the first format, which had no proof of completeness.
+pub const HEADER_V1: &str = "# hashrace-shard v1 ";
 /// First words of a shard's end line.
 pub const END: &str = "# hashrace-shard-end ";
 /// First words of a per-file line.
@@ -278,8 +285,39 @@ pub struct ShardRun {
     pub index: Vec<usize>,
     /// Root offset of each job of this shard.
     pub rel: Vec<usize>,
-    /// Bytes hashed per job of this shard, once hashed.
-    pub size: Vec<Option<u64>>,
+    /// Bytes hashed and digest, per job of this shard, once hashed.
+    pub hashed: Vec<Option<(u64, [u8; 32])>>,
+}
+
+/// One hashed file as a shard's end line vouches for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Vouched<'a> {
+    /// Position in the plan.
+    pub index: usize,
+    /// Bytes hashed.
+    pub size: u64,
+    /// Where the path below its root starts.
+    pub rel: usize,
+    /// The path as printed (raw bytes).
+    pub path: &'a [u8],
+    /// Its SHA-256.
+    pub digest: &'a [u8; 32],
+}
+
+/// The SHA-256 of a shard's files, in its order: each as plan index, size
+/// and root offset (8 bytes each, little-endian), the path's length (8
+/// bytes) and bytes, and the digest. It covers what the lines say, not how
+/// they are styled.
+pub fn entries_digest<'a>(files: impl IntoIterator<Item = Vouched<'a>>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for f in files {
+        for n in [f.index as u64, f.size, f.rel as u64, f.path.len() as u64] {
+            h.update(n.to_le_bytes());
+        }
+        h.update(f.path);
+        h.update(f.digest);
+    }
+    h.finalize().into()
 }
 
 impl ShardRun {
@@ -303,14 +341,14 @@ impl ShardRun {
             plan,
             total,
             rel: jobs.iter().map(|j| j.rel).collect(),
-            size: vec![None; index.len()],
+            hashed: vec![None; index.len()],
             index,
         }
     }
 
-    /// Record that job `i` of this shard was hashed: `size` bytes.
-    pub fn hashed(&mut self, i: usize, size: u64) {
-        self.size[i] = Some(size);
+    /// Record that job `i` of this shard was hashed.
+    pub fn hashed(&mut self, i: usize, d: &crate::FileDigest) {
+        self.hashed[i] = Some((d.size, d.digest));
     }
 
     /// The header line.
@@ -327,20 +365,39 @@ impl ShardRun {
         out.flush()
     }
 
-    /// The `# f` lines and the end line; `errors` as the run reported them.
-    pub fn write_trailer(&self, out: &mut impl Write, errors: u64, zero: bool) -> io::Result<()> {
+    /// The `# f` lines and the end line, for the shard's `jobs` (as kept by
+    /// [`ShardRun::select`]); `errors` as the run reported them.
+    pub fn write_trailer(
+        &self,
+        out: &mut impl Write,
+        jobs: &[Job],
+        errors: u64,
+        zero: bool,
+    ) -> io::Result<()> {
         let mut out = io::BufWriter::new(out);
-        let mut hashed = 0;
-        for ((index, rel), size) in self.index.iter().zip(&self.rel).zip(&self.size) {
-            if let Some(size) = size {
-                write!(out, "{FILE}{index} {size} {rel}{}", end(zero))?;
-                hashed += 1;
-            }
+        let mut vouched = Vec::new();
+        for (i, hashed) in self.hashed.iter().enumerate() {
+            let Some((size, digest)) = hashed else {
+                continue;
+            };
+            let (index, rel) = (self.index[i], self.rel[i]);
+            write!(out, "{FILE}{index} {size} {rel}{}", end(zero))?;
+            let path = path_bytes(&jobs[i].path);
+            vouched.push(Vouched {
+                index,
+                size: *size,
+                rel,
+                path,
+                digest,
+            });
         }
         write!(
             out,
-            "{END}{} hashed={hashed} errors={errors}{}",
+            "{END}{} hashed={} assigned={} errors={errors} sha256={}{}",
             self.shard,
+            vouched.len(),
+            self.index.len(),
+            hex(&entries_digest(vouched)),
             end(zero)
         )?;
         out.flush()
@@ -499,12 +556,31 @@ mod tests {
         assert_eq!(run.total, 4);
         let mut out = Vec::new();
         let mut run = run;
-        run.hashed(0, 1);
-        run.hashed(2, 1);
-        run.write_trailer(&mut out, 1, false).unwrap();
+        let d = |b: u8| crate::FileDigest {
+            digest: [b; 32],
+            size: 1,
+        };
+        run.hashed(0, &d(0xaa));
+        run.hashed(2, &d(0xdd));
+        run.write_trailer(&mut out, &jobs, 1, false).unwrap();
+        // The vouched digest, by the layout the module doc gives: plan index,
+        // size, root offset and path length as 8 little-endian bytes, the
+        // path, the digest; "a" at plan index 0, "d" at 3.
+        let mut layout = Vec::new();
+        for (index, name, digest) in [(0u64, b"a", 0xaa), (3, b"d", 0xdd)] {
+            for n in [index, 1, 0, 1] {
+                layout.extend_from_slice(&n.to_le_bytes());
+            }
+            layout.extend_from_slice(name);
+            layout.extend_from_slice(&[digest; 32]);
+        }
+        let sha = hex(&Sha256::digest(&layout));
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "# f 0 1 0\n# f 3 1 0\n# hashrace-shard-end 1/2 hashed=2 errors=1\n"
+            format!(
+                "# f 0 1 0\n# f 3 1 0\n# hashrace-shard-end 1/2 hashed=2 assigned=3 errors=1 \
+                 sha256={sha}\n"
+            )
         );
     }
 }

@@ -328,7 +328,7 @@ fn slurm_array_shards_merge_and_survive_a_killed_task() {
         panic!("array task {drilled} never started writing its shard");
     };
     assert!(
-        head.starts_with(format!("# hashrace-shard v1 {drilled}/{SHARDS} ").as_bytes()),
+        head.starts_with(format!("# hashrace-shard v2 {drilled}/{SHARDS} ").as_bytes()),
         "{}",
         show(&head)
     );

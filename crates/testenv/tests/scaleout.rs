@@ -115,7 +115,7 @@ fn a_shard_is_still_a_manifest_for_gnu_sha256sum() {
             &threads,
             &[args(&[style, "--shard", "1/3"]), vec![t.root().as_os_str()]].concat(),
         );
-        assert!(shard.starts_with(b"# hashrace-shard v1 1/3 "));
+        assert!(shard.starts_with(b"# hashrace-shard v2 1/3 "));
         let f = write(&work, &format!("shard{style}"), &shard);
         let out = run(Command::new("sha256sum").args(["-c", "--strict"]).arg(&f));
         assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
@@ -150,6 +150,29 @@ fn the_merge_refuses_incomplete_overlapping_and_foreign_sets_naming_them() {
     };
     let d = |p: &Path| p.display().to_string();
     let empty = t.path(b"empty");
+    // Shard 1 changed after its run: two digest lines swapped; and one line
+    // deleted with its '# f' line and the end line's count lowered to match.
+    // (Bytes: some names are not UTF-8.)
+    let text = std::fs::read(&s1).unwrap();
+    let mut lines: Vec<Vec<u8>> = text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    lines.pop(); // after the last newline
+    let digest_lines: Vec<usize> = (0..lines.len()).filter(|&i| lines[i][0] != b'#').collect();
+    assert!(digest_lines.len() >= 2, "shard 1/3 has two lines to swap");
+    let joined = |lines: &[Vec<u8>]| [lines.join(&b'\n'), vec![b'\n']].concat();
+    let mut swapped = lines.clone();
+    swapped.swap(digest_lines[0], digest_lines[1]);
+    let swapped = write(&work, "swapped", &joined(&swapped));
+    let hashed = digest_lines.len();
+    let first_f = lines.iter().position(|l| l.starts_with(b"# f ")).unwrap();
+    lines.remove(first_f);
+    lines.remove(digest_lines[0]);
+    let end = lines.pop().unwrap();
+    let end = show(&end).replace(
+        &format!("hashed={hashed}"),
+        &format!("hashed={}", hashed - 1),
+    );
+    lines.push(end.into_bytes());
+    let deleted = write(&work, "deleted", &joined(&lines));
     let cases: Vec<(Vec<&Path>, Vec<String>)> = vec![
         (
             vec![&s0, &s2],
@@ -180,6 +203,17 @@ fn the_merge_refuses_incomplete_overlapping_and_foreign_sets_naming_them() {
                 format!("hash-async: {}: shard 2/3 does not belong: made from a different file list or tree", d(&other_tree)),
                 "hash-async: shard 2/3: missing".to_owned(),
             ],
+        ),
+        (
+            vec![&s0, &swapped, &s2],
+            vec![format!("hash-async: {}: its lines are out of order", d(&swapped))],
+        ),
+        (
+            vec![&s0, &deleted, &s2],
+            vec![format!(
+                "hash-async: {}: its lines do not match the sha256 of its end line",
+                d(&deleted)
+            )],
         ),
         (
             vec![&s0, &s1, &empty],
