@@ -223,7 +223,9 @@ fn hash(
         return diag::write_failed(e);
     }
     if closed {
-        return Exit::Success; // `| head`: the reader has what it wanted
+        // `| head`: the reader has what it wanted; the run ends quietly, and
+        // the status says whether anything failed until then.
+        return Exit::from_failed(summary.errors > 0);
     }
     if let Some(s) = &shard {
         if let Err(e) = s.write_trailer(

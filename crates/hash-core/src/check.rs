@@ -67,6 +67,14 @@ pub struct Tally {
     pub missing_ignored: u64,
 }
 
+impl Tally {
+    /// Whether what was checked so far failed: a mismatch, an unreadable
+    /// file, or (with `--strict`) a malformed line.
+    pub fn failed(&self, opts: &CheckOptions) -> bool {
+        self.mismatched > 0 || self.unreadable > 0 || (opts.strict && self.malformed > 0)
+    }
+}
+
 /// Everything one run needs besides the manifests.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckRun<'a> {
@@ -105,13 +113,17 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             }
         };
         let mut out = io::BufWriter::new(crate::stdio::stdout());
-        let tally = match check_manifest(run, &name, &data, &mut parser, &mut out) {
-            Ok(tally) => tally,
-            // A reader that went away (`| head`) is no error to report, but
-            // the verification was not completed, so it cannot succeed.
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Failure,
-            Err(e) => return crate::diag::write_failed(&e),
-        };
+        let (tally, write_failure) = check_manifest(run, &name, &data, &mut parser, &mut out);
+        match write_failure {
+            // A reader that went away (`| head`) has what it wanted: the run
+            // ends quietly, as a hashing run does, and the status says
+            // whether anything checked until then failed.
+            Some(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Exit::from_failed(failed || tally.failed(&run.opts));
+            }
+            Some(e) => return crate::diag::write_failed(&e),
+            None => {}
+        }
         if let Some(cut) = cut {
             crate::show!("{name}: {cut}");
             failed = true;
@@ -237,14 +249,14 @@ fn judge(opts: &CheckOptions, entry: &CheckLine, outcome: Outcome, tally: &mut T
 }
 
 /// Parse `data`, hash what it lists, print per-file lines to `out`. An error
-/// writing to `out` stops the check and is returned.
+/// writing to `out` stops the check and is returned with the counts so far.
 pub fn check_manifest(
     run: &CheckRun<'_>,
     name: &str,
     data: &[u8],
     parser: &mut CheckParser,
     out: &mut impl Write,
-) -> io::Result<Tally> {
+) -> (Tally, Option<io::Error>) {
     let mut tally = Tally::default();
     let listing = parse_manifest(data, parser, &mut tally);
     let warn_malformed = |line_numbers: &[usize]| {
@@ -256,7 +268,7 @@ pub fn check_manifest(
     };
     if listing.entries.is_empty() {
         warn_malformed(&listing.malformed_after);
-        return Ok(tally);
+        return (tally, None);
     }
     let sizes = run.engine.strategy().is_parallel() || run.progress;
     let files = jobs(&listing.entries, sizes);
@@ -311,11 +323,10 @@ pub fn check_manifest(
     if let Err(e) = out.flush() {
         write_failure.get_or_insert(e);
     }
-    if let Some(e) = write_failure {
-        return Err(e);
+    if write_failure.is_none() {
+        warn_malformed(&listing.malformed_after);
     }
-    warn_malformed(&listing.malformed_after);
-    Ok(tally)
+    (tally, write_failure)
 }
 
 /// `NAME: VERDICT`, with GNU's check-mode escaping of the name.
@@ -370,7 +381,7 @@ fn summarise(name: &str, opts: &CheckOptions, t: &Tally) -> bool {
     if none_matched {
         return true;
     }
-    t.mismatched > 0 || t.unreadable > 0 || (opts.strict && t.malformed > 0)
+    t.failed(opts)
 }
 
 #[cfg(test)]

@@ -15,6 +15,17 @@ pub enum Exit {
     Usage = 2,
 }
 
+impl Exit {
+    /// `Failure` if something failed, else `Success`.
+    pub fn from_failed(failed: bool) -> Exit {
+        if failed {
+            Exit::Failure
+        } else {
+            Exit::Success
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> Self {
         ExitCode::from(e as u8)

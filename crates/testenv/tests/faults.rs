@@ -1,0 +1,347 @@
+//! Faults and hostile input: what every binary promises when its input, its
+//! output or its environment fails. Each test is one promise, bounded in time
+//! (every child is waited for with a deadline, `testenv::process`), and says
+//! what is promised: the exit status, what stderr names, and that no digest
+//! printed is wrong (expected digests come from GNU `sha256sum`).
+//!
+//! The promises tested here:
+//! - a closed stdout or stdin, and a full disk behind stdout, fail as GNU does;
+//! - a reader that leaves early (`| head`) ends the run quietly, in hash and
+//!   check mode alike, with the status of what was done until then;
+//! - an input without line ends (`-c /dev/zero`) is refused by name, not read
+//!   until memory runs out;
+//! - paths longer than `PATH_MAX` are hashed by every binary;
+//! - a low `ulimit -n` or `ulimit -v` loses no file and crashes nothing;
+//! - a signal while `hash-procs` starts its workers aborts no worker.
+//!
+//! The same promises for other faults are kept beside the code they concern:
+//! FIFOs, sockets, devices, symlink loops, unreadable files and directories
+//! as an unprivileged user, missing paths (`conformance.rs`); files that
+//! vanish mid-run and killed or crashing workers (`hash-procs/tests/workers.rs`);
+//! a panicking hashing thread (`panic.rs`); shards that are incomplete,
+//! foreign, changed or reordered (`scaleout.rs`); options no mode may drop
+//! (`engine_options.rs`).
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use testenv::*;
+
+/// `sh -c SCRIPT` with the binary as `$0` and `args` after it.
+fn sh(script: &str, bin: &Path, args: &[&OsStr]) -> std::process::Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(script).arg(bin).args(args);
+    run(&mut cmd)
+}
+
+/// GNU `sha256sum`'s first message for the same fault, with our name.
+fn gnu_first_message(script: &str, args: &[&OsStr], name: &str) -> String {
+    let out = sh(script, Path::new("sha256sum"), args);
+    let first = show(&out.stderr)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    first.replacen("sha256sum", name, 1)
+}
+
+#[test]
+fn closed_standard_streams_and_a_full_disk_fail_as_gnu_does() {
+    let t = Tree::new();
+    let f = t.file(b"f", b"some data\n");
+    let file = [f.as_os_str()];
+    let cases: [(&str, &[&OsStr]); 4] = [
+        // stdout closed, with output to write: GNU's "write error".
+        (r#"exec "$0" "$1" >&-"#, &file),
+        // stdin closed, hashed as '-' and as a manifest.
+        (r#"exec "$0" <&-"#, &[]),
+        (r#"exec "$0" -c <&-"#, &[]),
+        // A full disk behind stdout.
+        (r#"exec "$0" "$1" >/dev/full"#, &file),
+    ];
+    each_binary(|env| {
+        for (script, args) in cases {
+            let out = sh(script, env.path(), args);
+            assert_eq!(out.status.code(), Some(1), "{script}");
+            // GNU's words, and no more lines (on a full disk GNU says only
+            // "write error"; we add the reason).
+            let want = gnu_first_message(script, args, env.name());
+            let err = show(&out.stderr);
+            assert!(err.starts_with(&want), "{script}: {err} is not GNU's {want}");
+            assert_eq!(err.lines().count(), 1, "{script}: {err}");
+        }
+        // /dev/null opened as a shell opens it is no closed stream.
+        let out = sh(r#"exec "$0" "$1" >/dev/null </dev/null"#, env.path(), &file);
+        assert_eq!(
+            (out.status.code(), show(&out.stderr)),
+            (Some(0), String::new())
+        );
+        let out = sh(r#"exec "$0" </dev/null"#, env.path(), &[]);
+        let empty = show(&sha256sum(&[Path::new("/dev/null")]))[..64].to_owned();
+        assert_eq!(show(&out.stdout), format!("{empty}  -\n"));
+        // Nothing to write: a closed stdout is no error (GNU: the same).
+        let sums = t.file(b"sums", &sha256sum(&[&f]));
+        let script = r#"exec "$0" -c --status "$1" >&-"#;
+        let out = sh(script, env.path(), &[sums.as_os_str()]);
+        assert_eq!(
+            (out.status.code(), show(&out.stderr)),
+            (Some(0), String::new())
+        );
+    });
+}
+
+#[test]
+fn a_reader_that_leaves_early_ends_the_run_quietly_with_the_status_so_far() {
+    let t = Tree::new();
+    for i in 0..3000 {
+        t.file(format!("f{i:05}").as_bytes(), b"x");
+    }
+    let sums = t.root().join("..").join(format!(
+        "{}.sums",
+        t.root().file_name().unwrap().to_string_lossy()
+    ));
+    let good = reference("-H", &[t.root()]);
+    std::fs::write(&sums, &good).unwrap();
+    // The same manifest with the first digest wrong.
+    let mut bad = good.clone();
+    bad[0] = if bad[0] == b'0' { b'1' } else { b'0' };
+    let bad_sums = sums.with_extension("bad");
+    std::fs::write(&bad_sums, &bad).unwrap();
+    each_binary(|env| {
+        for (manifest, status) in [(&sums, 0), (&bad_sums, 1)] {
+            let mut child = env
+                .command()
+                .arg("-c")
+                .arg(manifest)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut first = String::new();
+            std::io::BufRead::read_line(
+                &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+                &mut first,
+            )
+            .unwrap();
+            let verdict = if status == 0 { "OK" } else { "FAILED" };
+            assert!(first.ends_with(&format!("f00000: {verdict}\n")), "{first}");
+            // The reader is gone: the check ends, quietly.
+            let out = wait_output(child, env.name());
+            let err = show(&out.stderr);
+            assert!(!err.contains("Broken pipe"), "{err}");
+            assert_eq!(out.status.code(), Some(status), "{manifest:?}: {err}");
+        }
+    });
+    let _ = std::fs::remove_file(&sums);
+    let _ = std::fs::remove_file(&bad_sums);
+}
+
+#[test]
+fn an_input_without_line_ends_is_refused_by_name() {
+    let t = Tree::new();
+    let f = t.file(b"f", b"data");
+    // A manifest's good line, then one line far too long: the good one is
+    // still checked, the rest refused.
+    let mut manifest = sha256sum(&[&f]);
+    manifest.extend(std::iter::repeat_n(b'x', 100_000));
+    manifest.extend(b"\n");
+    let long = t.file(b"long.sums", &manifest);
+    each_binary(|env| {
+        for args in [
+            vec!["-c", "/dev/zero"],
+            vec!["--files-from", "/dev/zero"],
+            vec!["-c", long.to_str().unwrap()],
+        ] {
+            let out = env.run(&args, &[]);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let err = show(&out.stderr);
+            let name = args[1];
+            let want = format!("{}: {name}: line ", env.name());
+            assert!(
+                err.lines()
+                    .any(|l| l.starts_with(&want) && l.contains("longer than")),
+                "{args:?}: {err}"
+            );
+        }
+        let out = env.run(&["-c", long.to_str().unwrap()], &[]);
+        assert!(
+            show(&out.stdout).ends_with("/f: OK\n"),
+            "{}",
+            show(&out.stdout)
+        );
+    });
+}
+
+#[test]
+fn paths_longer_than_path_max_are_hashed_by_every_binary() {
+    let t = Tree::new();
+    // 30 directories of 200-odd bytes: a path of over 6,000 bytes, made
+    // with relative steps (the shell's own path would be too long).
+    let mut rel = Vec::new();
+    for i in 0..30 {
+        rel.extend(std::iter::repeat_n(b'd', 200));
+        rel.extend(format!("{i}/").as_bytes());
+    }
+    rel.extend(b"file");
+    assert!(t.root().as_os_str().len() + rel.len() > 6000);
+    make_deep(t.root(), &rel, b"deep content\n");
+    t.file(b"top", b"top\n");
+    // GNU cannot open the deep path itself: its digest comes from the same
+    // content at a short path.
+    let short = t.file(b"short", b"deep content\n");
+    let deep_digest = show(&sha256sum(&[&short]))[..64].to_owned();
+    std::fs::remove_file(&short).unwrap();
+    each_binary(|env| {
+        for variant in env.variants() {
+            let out = env.run(&variant, &[t.root()]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{variant:?}: {}",
+                show(&out.stderr)
+            );
+            let text = show(&out.stdout);
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 2, "{variant:?}: {text}");
+            assert!(
+                lines[0].starts_with(&deep_digest),
+                "{variant:?}: {}",
+                lines[0]
+            );
+            assert!(lines[0].ends_with("/file"));
+            assert!(lines[1].ends_with("/top"));
+        }
+    });
+}
+
+/// Create `rel` (directories ending in a file) below `root` one step at a
+/// time, each relative to the last, as no single path could.
+fn make_deep(root: &Path, rel: &[u8], content: &[u8]) {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let mut dir = rustix::fs::open(root, OFlags::DIRECTORY, Mode::empty()).unwrap();
+    let parts: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+    let (file, dirs) = parts.split_last().unwrap();
+    for d in dirs {
+        mkdirat(&dir, *d, Mode::from_raw_mode(0o755)).unwrap();
+        dir = openat(&dir, *d, OFlags::DIRECTORY, Mode::empty()).unwrap();
+    }
+    let flags = OFlags::WRONLY | OFlags::CREATE;
+    let f = openat(&dir, *file, flags, Mode::from_raw_mode(0o644)).unwrap();
+    rustix::io::write(&f, content).unwrap();
+}
+
+/// The binary run under `ulimit -LETTER LIMIT` with `args`.
+fn limited(bin: &Path, letter: char, limit: u64, args: &[&OsStr]) -> std::process::Output {
+    let script = format!(r#"ulimit -{letter} {limit} && exec "$0" "$@""#);
+    sh(&script, bin, args)
+}
+
+#[test]
+fn a_low_open_file_limit_loses_no_file() {
+    let t = Tree::new();
+    for i in 0..2000 {
+        t.file(
+            format!("d{}/f{i}", i % 20).as_bytes(),
+            format!("{i}").as_bytes(),
+        );
+    }
+    let want = reference("-H", &[t.root()]);
+    each_binary(|env| {
+        for limit in [128, 32] {
+            for variant in env.variants() {
+                let mut args: Vec<&OsStr> = variant.iter().map(OsStr::new).collect();
+                args.push(t.root().as_os_str());
+                let out = limited(env.path(), 'n', limit, &args);
+                let err = show(&out.stderr);
+                assert_eq!(out.status.code(), Some(0), "-n {limit} {variant:?}: {err}");
+                // No file is lost to the limit; fewer workers than asked
+                // are said once, plainly.
+                for line in err.lines() {
+                    let fewer = format!("{}: could start only ", env.name());
+                    assert!(line.starts_with(&fewer), "-n {limit} {variant:?}: {err}");
+                }
+                assert!(out.stdout == want, "-n {limit} {variant:?}: output differs");
+            }
+        }
+    });
+}
+
+#[test]
+fn a_low_address_space_limit_runs_with_the_threads_it_can_start() {
+    let t = Tree::new();
+    for i in 0..200 {
+        t.file(format!("f{i}").as_bytes(), format!("{i}").as_bytes());
+    }
+    let want = reference("-H", &[t.root()]);
+    each_binary(|env| {
+        let mut args: Vec<&OsStr> = Vec::new();
+        if env.is_parallel() {
+            args.extend([OsStr::new("-j"), OsStr::new("32")]);
+        }
+        args.push(t.root().as_os_str());
+        let out = limited(env.path(), 'v', 204_800, &args);
+        let err = show(&out.stderr);
+        // Never a panic (101) or an abort (134): the run ends normally...
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        // ...and every file is there, with GNU's digest.
+        assert!(out.stdout == want, "output differs: {err}");
+        // Fewer threads than asked are said once, plainly.
+        for line in err.lines() {
+            assert!(
+                line.starts_with(&format!("{}: could start only ", env.name())),
+                "{err}"
+            );
+        }
+    });
+}
+
+/// The first child of process `pid`, if it has one yet.
+fn first_child(pid: u32) -> Option<u32> {
+    let list = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    list.split_whitespace().next()?.parse().ok()
+}
+
+#[test]
+fn a_signal_while_hash_procs_starts_its_workers_aborts_no_worker() {
+    let t = Tree::new();
+    for i in 0..200 {
+        t.file(format!("f{i}").as_bytes(), b"x");
+    }
+    let bin = binary("hash-procs");
+    // Run where a core file would land, to see that none does.
+    let cwd = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let child = Command::new(&bin)
+            .args(["-j", "64"])
+            .arg(t.root())
+            .current_dir(cwd.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // As soon as the first worker exists, the parent is still starting
+        // the other 63: that is when the signal must land. (A spin on
+        // /proc, bounded: a parent that finished first is a round without.)
+        let pid = child.id();
+        let seen = (0..2_000_000).any(|_| first_child(pid).is_some());
+        let signal = if round % 2 == 0 { "TERM" } else { "INT" };
+        let _ = Command::new("kill")
+            .args(["-s", signal, &pid.to_string()])
+            .status();
+        let out = wait_output(child, "hash-procs");
+        let err = show(&out.stderr);
+        assert!(!err.contains("fatal runtime error"), "round {round}: {err}");
+        assert!(!err.contains("panicked"), "round {round}: {err}");
+        if seen {
+            use std::os::unix::process::ExitStatusExt;
+            let ended = out.status.signal().is_some() || out.status.code().is_some();
+            assert!(ended);
+        }
+    }
+    let cores: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().flatten().collect();
+    assert!(
+        cores.is_empty(),
+        "files left where the run started: {cores:?}"
+    );
+}
