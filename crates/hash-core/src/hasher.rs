@@ -596,7 +596,8 @@ pub fn hash_opened(
     reading: &Reading,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
-    if reading.policy.mmap && opened.size >= MAP_MIN && cached(opened) {
+    let map = reading.policy.mmap && opened.size >= MAP_MIN;
+    if map && crate::mapped::mappable(&opened.file) && cached(opened) {
         if let Some(res) = hash_mapped(opened, reading) {
             return res;
         }

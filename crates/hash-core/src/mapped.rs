@@ -227,6 +227,36 @@ impl Drop for Window {
     }
 }
 
+/// `statfs` magic numbers of file systems whose pages may never come: the
+/// network and user-space ones. A fault on a mapped page of such a file waits
+/// for a server; if the server is gone (a dead mount, a killed FUSE daemon)
+/// the fault spins in the kernel, where no signal but `SIGKILL` ends it, and
+/// `MAP_POPULATE` takes every fault of a window at once. `read()` there
+/// returns an error instead, so these files are read.
+const FRAGILE: [(&str, i64); 12] = [
+    ("fuse", 0x6573_5546),
+    ("nfs", 0x6969),
+    ("smb", 0x517b),
+    ("smb2", 0xfe53_4d42),
+    ("cifs", 0xff53_4d42),
+    ("9p", 0x0102_1997),
+    ("ceph", 0x00c3_6400),
+    ("afs", 0x5346_414f),
+    ("kafs", 0x6b41_4653),
+    ("lustre", 0x0bd0_0bd0),
+    ("gfs2", 0x0116_1970),
+    ("ocfs2", 0x7461_636f),
+];
+
+/// Whether `file` lives on a file system where mapping is safe: not one of
+/// the [`FRAGILE`] ones (nor one `statfs` cannot name).
+pub fn mappable(file: &impl AsFd) -> bool {
+    match rustix::fs::fstatfs(file) {
+        Ok(st) => !FRAGILE.iter().any(|&(_, magic)| st.f_type as i64 == magic),
+        Err(_) => false,
+    }
+}
+
 /// Announce that `len` bytes at `offset` will be read soon (a hint).
 pub fn will_need(file: &impl AsFd, offset: u64, len: usize) {
     use rustix::fs::{fadvise, Advice};

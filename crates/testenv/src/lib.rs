@@ -16,6 +16,7 @@ pub use hash_core::READ_BUF_SIZE;
 
 pub mod gnu_cases;
 pub mod process;
+pub mod sshfs;
 mod test_env;
 
 pub use process::*;

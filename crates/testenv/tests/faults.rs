@@ -12,7 +12,10 @@
 //!   until memory runs out;
 //! - paths longer than `PATH_MAX` are hashed by every binary;
 //! - a low `ulimit -n` or `ulimit -v` loses no file and crashes nothing;
-//! - a signal while `hash-procs` starts its workers aborts no worker.
+//! - a signal while `hash-procs` starts its workers aborts no worker;
+//! - files on a network mount (sshfs) hash as they do locally, and a mount
+//!   that dies mid-run fails the files it held, by name, and the run ends
+//!   (no digest is printed for a file not read to its end).
 //!
 //! The same promises for other faults are kept beside the code they concern:
 //! FIFOs, sockets, devices, symlink loops, unreadable files and directories
@@ -68,7 +71,10 @@ fn closed_standard_streams_and_a_full_disk_fail_as_gnu_does() {
             // "write error"; we add the reason).
             let want = gnu_first_message(script, args, env.name());
             let err = show(&out.stderr);
-            assert!(err.starts_with(&want), "{script}: {err} is not GNU's {want}");
+            assert!(
+                err.starts_with(&want),
+                "{script}: {err} is not GNU's {want}"
+            );
             assert_eq!(err.lines().count(), 1, "{script}: {err}");
         }
         // /dev/null opened as a shell opens it is no closed stream.
@@ -344,4 +350,84 @@ fn a_signal_while_hash_procs_starts_its_workers_aborts_no_worker() {
         cores.is_empty(),
         "files left where the run started: {cores:?}"
     );
+}
+
+/// A source tree of a few small files and one large enough to be mapped
+/// were it local, and its sshfs mount; `None` (after saying why) where this
+/// machine cannot mount one.
+fn network_tree(big: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
+    let t = Tree::new();
+    t.file(b"a", b"small\n");
+    t.file(b"dir/b", &pattern(100_000));
+    t.file(b"dir/big", &pattern(big));
+    match testenv::sshfs::Sshfs::mount(t.root()) {
+        Ok(fs) => Some((t, fs)),
+        Err(why) => {
+            eprintln!("skipped: no network mount here: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn files_on_a_network_mount_hash_as_they_do_locally() {
+    let Some((t, fs)) = network_tree(3 << 20) else {
+        return;
+    };
+    let local = show(&reference("-H", &[t.root()]));
+    let want = local.replace(
+        &t.root().display().to_string(),
+        &fs.root().display().to_string(),
+    );
+    each_binary(|env| {
+        for variant in env.variants() {
+            let out = env.run(&variant, &[fs.root()]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{variant:?}: {}",
+                show(&out.stderr)
+            );
+            assert_eq!(show(&out.stdout), want, "{variant:?}");
+        }
+    });
+}
+
+#[test]
+fn a_network_mount_that_dies_mid_run_fails_its_files_and_the_run_ends() {
+    each_binary(|env| {
+        let Some((t, mut fs)) = network_tree(128 << 20) else {
+            return;
+        };
+        let local = show(&reference("-H", &[t.root()]));
+        let opened = OpenWatch::new(&t.path(b"dir/big"));
+        let child = env
+            .command()
+            .arg(fs.root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The server opens the file when the hasher does: then the client
+        // dies, and the mount with it.
+        opened.wait("the hasher to open dir/big");
+        fs.kill_client();
+        let out = wait_output_within(child, env.name(), std::time::Duration::from_secs(60));
+        let err = show(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let big = fs.path("dir/big").display().to_string();
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("{}: {big}: ", env.name()))),
+            "stderr names {big}: {err}"
+        );
+        // What was printed is right, and nothing is printed for the file
+        // that was not read to its end.
+        let root = fs.root().display().to_string();
+        for line in show(&out.stdout).lines() {
+            assert!(!line.ends_with("/dir/big"), "a digest for dir/big: {line}");
+            let local_line = line.replace(&root, &t.root().display().to_string());
+            assert!(local.lines().any(|l| l == local_line), "wrong: {line}");
+        }
+    });
 }
