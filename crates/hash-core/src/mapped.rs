@@ -252,6 +252,8 @@ const FRAGILE: [(&str, i64); 12] = [
 /// the [`FRAGILE`] ones (nor one `statfs` cannot name).
 pub fn mappable(file: &impl AsFd) -> bool {
     match rustix::fs::fstatfs(file) {
+        // (`f_type` is an i64 here, an i32 or u32 on other targets.)
+        #[allow(clippy::unnecessary_cast)]
         Ok(st) => !FRAGILE.iter().any(|&(_, magic)| st.f_type as i64 == magic),
         Err(_) => false,
     }
