@@ -187,7 +187,9 @@ fn hash(
     if let Some(s) = &shard {
         match s.write_header(&mut crate::stdio::stdout(), out.tag, out.zero) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Success,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Exit::from_failed(!plan.errors.is_empty());
+            }
             Err(e) => return diag::write_failed(&e),
         }
     }
@@ -228,13 +230,13 @@ fn hash(
         return Exit::from_failed(summary.errors > 0);
     }
     if let Some(s) = &shard {
-        if let Err(e) = s.write_trailer(
-            &mut crate::stdio::stdout(),
-            &plan.files,
-            summary.errors,
-            out.zero,
-        ) {
-            return diag::write_failed(&e);
+        let mut stdout = crate::stdio::stdout();
+        match s.write_trailer(&mut stdout, &plan.files, summary.errors, out.zero) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                return Exit::from_failed(summary.errors > 0);
+            }
+            Err(e) => return diag::write_failed(&e),
         }
     }
     if config.stats {

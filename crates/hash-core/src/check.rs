@@ -19,8 +19,9 @@
 //!   GNU's "read error".
 //!
 //! Exit status 0 only when every listed file matched (and, with `--strict`,
-//! every line was well formed). A closed or failing stdout ends the check with
-//! status 1: a verification that could not be reported did not pass.
+//! every line was well formed). A failing stdout ends the check with status
+//! 1; a reader that leaves early (`| head`) ends it quietly, with the status
+//! of what was checked until then, as a hashing run does.
 
 use std::fs;
 use std::io::{self, Write};

@@ -258,6 +258,12 @@ fn open_path(path: &Path, follow: bool) -> Result<Opened, ErrorKind> {
             let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
                 return Err(e.into());
             };
+            // A bare name too long for the kernel stays too long in `.`.
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
             let dir = open_dir(parent)?;
             open_path_at(dir.as_fd(), Path::new(name), follow)
         }
@@ -499,6 +505,23 @@ fn take(
     Ok(())
 }
 
+/// Map and hash the rest of `opened` window by window on this thread; a
+/// window that cannot be mapped leaves the rest to be read.
+fn map_here(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
+    use crate::mapped::{will_need, Window, WINDOW};
+    let size = opened.size;
+    while run.size() < size {
+        let offset = run.size();
+        let len = WINDOW.min((size - offset) as usize);
+        let Some(window) = Window::map(&opened.file, offset, len) else {
+            break;
+        };
+        will_need(&opened.file, offset + len as u64, WINDOW);
+        take(run, window, opened, reading)?;
+    }
+    Ok(())
+}
+
 /// Hash a large file window by window (see [`crate::mapped`]), then read on
 /// from its size in case it grew. `None` if it cannot be mapped here.
 ///
@@ -515,24 +538,14 @@ fn hash_mapped(opened: &Opened, reading: &Reading) -> Option<io::Result<FileDige
     let mut run = Running::default();
     let res = take(&mut run, first, opened, reading).and_then(|()| {
         if !(free && size > 2 * AHEAD_WINDOW as u64) {
-            while run.size() < size {
-                let offset = run.size();
-                let len = WINDOW.min((size - offset) as usize);
-                // If a later window cannot be mapped, the rest is read below.
-                let Some(window) = Window::map(&opened.file, offset, len) else {
-                    break;
-                };
-                will_need(&opened.file, offset + len as u64, WINDOW);
-                take(&mut run, window, opened, reading)?;
-            }
-            return Ok(());
+            return map_here(&mut run, opened, reading);
         }
         std::thread::scope(|scope| {
             // Capacity 1: one window hashed, one ready, one being mapped.
             let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
             let file = &opened.file;
             let mut at = run.size();
-            scope.spawn(move || {
+            let ahead = crate::strategy::thread_builder().spawn_scoped(scope, move || {
                 while at < size {
                     let len = AHEAD_WINDOW.min((size - at) as usize);
                     will_need(file, at + len as u64, WINDOW);
@@ -544,6 +557,10 @@ fn hash_mapped(opened: &Opened, reading: &Reading) -> Option<io::Result<FileDige
                     at += len as u64;
                 }
             });
+            if ahead.is_err() {
+                // No thread to spare: this one maps the windows too.
+                return map_here(&mut run, opened, reading);
+            }
             while run.size() < size {
                 // A window that could not be mapped: the rest is read below.
                 let Some(window) = rx.recv().ok().flatten() else {

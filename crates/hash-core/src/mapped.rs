@@ -38,7 +38,8 @@ use std::sync::Once;
 /// enough that many workers stay far below the memory budget.
 pub const WINDOW: usize = 8 * 1024 * 1024;
 
-/// Windows that may be mapped at once in this process (one per hashing thread).
+/// Windows that may be mapped at once in this process: a hashing thread
+/// holds one, or up to three with its read-ahead thread.
 const SLOTS: usize = 256;
 
 struct Slot {
@@ -233,7 +234,7 @@ impl Drop for Window {
 /// the fault spins in the kernel, where no signal but `SIGKILL` ends it, and
 /// `MAP_POPULATE` takes every fault of a window at once. `read()` there
 /// returns an error instead, so these files are read.
-const FRAGILE: [(&str, i64); 12] = [
+const FRAGILE: [(&str, u32); 16] = [
     ("fuse", 0x6573_5546),
     ("nfs", 0x6969),
     ("smb", 0x517b),
@@ -246,15 +247,19 @@ const FRAGILE: [(&str, i64); 12] = [
     ("lustre", 0x0bd0_0bd0),
     ("gfs2", 0x0116_1970),
     ("ocfs2", 0x7461_636f),
+    ("gpfs", 0x4750_4653),
+    ("beegfs", 0x1983_0326),
+    ("orangefs", 0x2003_0528),
+    ("coda", 0x7375_7245),
 ];
 
 /// Whether `file` lives on a file system where mapping is safe: not one of
 /// the [`FRAGILE`] ones (nor one `statfs` cannot name).
 pub fn mappable(file: &impl AsFd) -> bool {
     match rustix::fs::fstatfs(file) {
-        // (`f_type` is an i64 here, an i32 or u32 on other targets.)
-        #[allow(clippy::unnecessary_cast)]
-        Ok(st) => !FRAGILE.iter().any(|&(_, magic)| st.f_type as i64 == magic),
+        // (`f_type` is an i64 here, an i32 or u32 on other targets: the
+        // magic numbers are its low 32 bits everywhere.)
+        Ok(st) => !FRAGILE.iter().any(|&(_, magic)| st.f_type as u32 == magic),
         Err(_) => false,
     }
 }

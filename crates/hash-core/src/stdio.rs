@@ -8,31 +8,53 @@
 //! empty rest, exactly as GNU does.
 //!
 //! A standard stream that was closed when the program started (`>&-`,
-//! `<&-`) is refused as GNU refuses it, with "Bad file descriptor": the Rust
+//! `<&-`) is refused as GNU refuses it, with "Bad file descriptor". The Rust
 //! runtime quietly reopens a closed standard descriptor on `/dev/null`
-//! before `main`, so without a look output would vanish and input would read
-//! as empty. The runtime opens `/dev/null` read-write; a shell's
-//! `> /dev/null` or `< /dev/null` opens it one way only, and still works.
+//! before `main`, after which output would vanish and input read as empty,
+//! and nothing tells the stand-in from a `/dev/null` the caller opened; so
+//! a constructor that runs before the runtime ([`record_closed`], from
+//! `.init_array`) records which of the three were closed.
 //!
 //! Manifests and file lists are read with a bound on the length of a line
 //! ([`MAX_LINE`]): an endless input without line ends (`/dev/zero`) is
 //! refused by name instead of filling memory.
 
 use std::io::{self, Read, Write};
-use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::hasher::{hash_reader, new_buffer};
 use crate::strategy::Outcome;
 
-/// Whether the standard descriptor `fd` is the runtime's stand-in for one
-/// that was closed at start-up: `/dev/null`, opened read-write.
-fn stand_in(fd: impl AsFd) -> bool {
-    use rustix::fs::{fcntl_getfl, fstat, stat, OFlags};
-    let (Ok(st), Ok(null)) = (fstat(&fd), stat("/dev/null")) else {
-        return false;
-    };
-    let same = st.st_rdev == null.st_rdev && st.st_ino == null.st_ino && st.st_dev == null.st_dev;
-    same && fcntl_getfl(&fd).is_ok_and(|f| f & OFlags::ACCMODE == OFlags::RDWR)
+/// Which standard descriptors (bit 0: stdin, 1: stdout, 2: stderr) were
+/// closed when the process started; written once, before `main`.
+static CLOSED_AT_START: AtomicU8 = AtomicU8::new(0);
+
+/// Record which standard descriptors are closed, before the Rust runtime
+/// reopens them (it runs from `.init_array`, as C constructors do).
+extern "C" fn record_closed() {
+    use rustix::io::{fcntl_getfd, Errno};
+    let fds = [
+        rustix::stdio::stdin(),
+        rustix::stdio::stdout(),
+        rustix::stdio::stderr(),
+    ];
+    let mut closed = 0;
+    for (bit, fd) in fds.into_iter().enumerate() {
+        if fcntl_getfd(fd) == Err(Errno::BADF) {
+            closed |= 1 << bit;
+        }
+    }
+    CLOSED_AT_START.store(closed, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static RECORD_CLOSED: extern "C" fn() = record_closed;
+
+/// Whether standard descriptor `n` (0 stdin, 1 stdout) was closed when the
+/// process started.
+fn closed_at_start(n: u8) -> bool {
+    CLOSED_AT_START.load(Ordering::Relaxed) & (1 << n) != 0
 }
 
 fn bad_descriptor() -> io::Error {
@@ -42,22 +64,20 @@ fn bad_descriptor() -> io::Error {
 /// This process's standard input, unless it was closed at start-up (then
 /// "Bad file descriptor", as GNU says).
 pub fn stdin() -> io::Result<io::StdinLock<'static>> {
-    let stdin = io::stdin();
-    if stand_in(&stdin) {
+    if closed_at_start(0) {
         return Err(bad_descriptor());
     }
-    Ok(stdin.lock())
+    Ok(io::stdin().lock())
 }
 
 /// This process's standard output; writing to it fails with "Bad file
 /// descriptor" if it was closed at start-up (nothing written, no error: as
 /// GNU, which only fails on output it could not write).
 pub fn stdout() -> Stdout {
-    let stdout = io::stdout();
-    if stand_in(&stdout) {
+    if closed_at_start(1) {
         Stdout::Closed
     } else {
-        Stdout::Open(stdout.lock())
+        Stdout::Open(io::stdout().lock())
     }
 }
 
@@ -103,22 +123,40 @@ pub fn hash_stdin() -> Outcome {
 /// newline with two), four times over, and a digest.
 pub const MAX_LINE: usize = 4 * 4096 + 256;
 
-/// A list read up to a line longer than [`MAX_LINE`].
+/// The most a manifest or a file list may hold in all: 1 GiB, some 7
+/// million lines of a manifest (a larger tree is better split with
+/// `--list` and `--shard`). An endless input of short lines
+/// (`--files-from /dev/zero -0`, `-c /dev/urandom`) stops there.
+pub const MAX_INPUT: usize = 1 << 30;
+
+/// A list read up to a line longer than [`MAX_LINE`], or up to
+/// [`MAX_INPUT`].
 #[derive(Debug)]
 pub struct LineTooLong {
     /// The lines before it, whole (each with its separator).
     pub before: Vec<u8>,
     /// Its number, counting from 1.
     pub line: usize,
+    /// Whether the input as a whole, not the line, was too long.
+    pub whole: bool,
 }
 
 impl std::fmt::Display for LineTooLong {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "line {} is longer than {MAX_LINE} bytes; the rest is not read",
-            self.line
-        )
+        if self.whole {
+            let gib = MAX_INPUT >> 30;
+            write!(
+                f,
+                "longer than {gib} GiB at line {}; the rest is not read",
+                self.line
+            )
+        } else {
+            write!(
+                f,
+                "line {} is longer than {MAX_LINE} bytes; the rest is not read",
+                self.line
+            )
+        }
     }
 }
 
@@ -148,11 +186,13 @@ pub fn read_lines(mut input: impl Read, sep: u8) -> io::Result<Result<Vec<u8>, L
                 line_start = at + i + 1;
             }
         }
-        if too_long || data.len() - line_start > MAX_LINE {
+        let whole = data.len() > MAX_INPUT;
+        if too_long || whole || data.len() - line_start > MAX_LINE {
             data.truncate(line_start);
             return Ok(Err(LineTooLong {
                 before: data,
                 line: lines + 1,
+                whole: whole && !too_long,
             }));
         }
     }

@@ -30,10 +30,10 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::queue::{lost, test_hook};
-use super::threads::MAX_READERS;
+use super::threads::{max_readers, MAX_READERS};
 use super::{
-    clamp_workers, fewer_threads, largest_first, no_helper, uring, Def, Job, JobsArgs, Outcome,
-    Ran, Runner, Sink, Strategy, THREAD_STACK,
+    clamp_workers, fewer_threads, largest_first, no_helper, thread_builder, uring, Def, Job,
+    JobsArgs, Outcome, Ran, Runner, Sink, Strategy, THREAD_STACK,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
 
@@ -106,16 +106,18 @@ impl Runner for Async {
         let workers = self.workers(files.len());
         let io = match self.io {
             IoMode::Pool => "pool".to_owned(),
-            IoMode::Auto | IoMode::Uring => match uring::available() {
-                Ok(()) if uring::slots(workers) > 0 => {
-                    uring::run(files, workers, reading, sink);
-                    return Ran {
-                        io: Some("io_uring".into()),
-                    };
+            IoMode::Auto | IoMode::Uring => {
+                match uring::available().map(|()| uring::slots(workers)) {
+                    Ok(slots) if slots > 0 => {
+                        uring::run(files, workers, slots, reading, sink);
+                        return Ran {
+                            io: Some("io_uring".into()),
+                        };
+                    }
+                    Ok(_) => "pool (too few file descriptors left for io_uring)".into(),
+                    Err(why) => format!("pool (io_uring unavailable: {why})"),
                 }
-                Ok(()) => "pool (too few file descriptors left for io_uring)".into(),
-                Err(why) => format!("pool (io_uring unavailable: {why})"),
-            },
+            }
         };
         run(files, workers, reading, sink);
         Ran { io: Some(io) }
@@ -136,6 +138,17 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
+    // tokio panics when its blocking pool cannot start even one thread:
+    // hash here instead if not one can start now.
+    if let Err(e) = thread_builder()
+        .spawn(|| {})
+        .map(std::thread::JoinHandle::join)
+    {
+        fewer_threads(0, workers, "tokio threads", &e);
+        super::serial::Serial.run(files, reading, sink);
+        return;
+    }
+    let max = max_readers(workers);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(MAX_READERS)
         .thread_stack_size(THREAD_STACK)
@@ -184,7 +197,7 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {
                 Msg::Blocked => {
-                    if in_flight < MAX_READERS && more() {
+                    if in_flight < max && more() {
                         spawn();
                         in_flight += 1;
                     }

@@ -335,7 +335,8 @@ pub(crate) fn fewer_threads(started: usize, wanted: usize, what: &str, e: &std::
     } else {
         format!("running with {started}")
     };
-    crate::show!("could start only {started} of {wanted} {what} ({e}); {how}");
+    let why = crate::error::io_reason(e);
+    crate::show!("could start only {started} of {wanted} {what} ({why}); {how}");
 }
 
 /// `requested` workers for `files` files: never more than the files, at

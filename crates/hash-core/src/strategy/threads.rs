@@ -72,6 +72,14 @@ impl Runner for Threads {
 /// 24–38 k at 32, 43–56 k at 128).
 pub const MAX_READERS: usize = 128;
 
+/// Readers a pool may have at once: [`MAX_READERS`], or fewer when the
+/// open-file limit leaves fewer descriptors (each reader holds a file open;
+/// some are kept for everything else), and never fewer than `workers`.
+pub(super) fn max_readers(workers: usize) -> usize {
+    let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
+    MAX_READERS.min(free.saturating_sub(16)).max(workers)
+}
+
 /// Results a thread collects before waking the writer; a file at least
 /// [`LARGE_FILE`] large is sent at once (progress should move).
 const BATCH: usize = 256;
@@ -83,9 +91,10 @@ fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     let (tx, rx) = mpsc::channel();
     let queue = Queue::new(files, reading);
     let readers = AtomicUsize::new(workers);
+    let max = max_readers(workers);
     thread::scope(|scope| {
         for started in 0..workers {
-            let (queue, readers, tx) = (&queue, &readers, tx.clone());
+            let (queue, readers, tx) = (&queue, (&readers, max), tx.clone());
             let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
                     work(queue, readers, tx, batch, scope, new_buffer());
@@ -93,7 +102,7 @@ fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
             });
             if let Err(e) = spawned {
                 fewer_threads(started, workers, "hashing threads", &e);
-                readers.fetch_sub(workers - started, Ordering::Relaxed);
+                readers.0.fetch_sub(workers - started, Ordering::Relaxed);
                 if started == 0 {
                     return hash_here(queue, sink);
                 }
@@ -110,7 +119,7 @@ fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
 /// end is sent by [`guard`].
 fn work<'s, 'e>(
     queue: &'s Queue<'e>,
-    readers: &'s AtomicUsize,
+    (readers, max): (&'s AtomicUsize, usize),
     tx: &mpsc::Sender<Batch>,
     batch: &mut Batch,
     scope: &'s Scope<'s, 'e>,
@@ -120,11 +129,11 @@ fn work<'s, 'e>(
     let grow = || {
         // Claim a reader slot first, so racing threads cannot overshoot.
         let n = readers.fetch_add(1, Ordering::Relaxed);
-        if n < MAX_READERS && queue.has_more() {
+        if n < max && queue.has_more() {
             let tx = tx.clone();
             let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
-                    work(queue, readers, tx, batch, scope, Buffer::small());
+                    work(queue, (readers, max), tx, batch, scope, Buffer::small());
                 });
             });
             if spawned.is_ok() {

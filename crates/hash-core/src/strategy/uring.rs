@@ -6,7 +6,8 @@
 //! queues `openat` and `read` requests in a ring shared with the kernel and
 //! collects their completions, so one thread can keep dozens of files waiting
 //! for the disk at once. Here each of `workers` threads owns a ring with
-//! [`MAX_READERS`]` / workers` slots; a slot walks one file through
+//! [`MAX_READERS`]` / workers` slots (fewer when the open-file limit leaves
+//! fewer descriptors: see [`slots`]); a slot walks one file through
 //! open → `fstat` → reads → close and hashes each block as it completes, so
 //! hashing stays on the cores while the disk works on the other slots' reads.
 //!
@@ -79,11 +80,17 @@ pub(super) fn slots(workers: usize) -> usize {
     (MAX_READERS / workers).max(4).min(usable)
 }
 
-/// Hash `files` on `workers` rings (see [`slots`]: at least one each).
-pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
+/// Hash `files` on `workers` rings of `slots` slots each (see [`slots`]: at
+/// least one).
+pub(super) fn run(
+    files: &[Job],
+    workers: usize,
+    slots: usize,
+    reading: &Reading,
+    sink: &mut Sink<'_>,
+) {
     let (tx, rx) = mpsc::channel();
     let queue = Queue::new(files, reading);
-    let slots = slots(workers);
     thread::scope(|scope| {
         for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
