@@ -545,7 +545,7 @@ fn hash_mapped(opened: &Opened, reading: &Reading) -> Option<io::Result<FileDige
             let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
             let file = &opened.file;
             let mut at = run.size();
-            let ahead = crate::strategy::thread_builder().spawn_scoped(scope, move || {
+            let ahead = crate::limits::thread_builder().spawn_scoped(scope, move || {
                 while at < size {
                     let len = AHEAD_WINDOW.min((size - at) as usize);
                     will_need(file, at + len as u64, WINDOW);

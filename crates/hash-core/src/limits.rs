@@ -19,6 +19,17 @@ pub fn opt_in() {
     crate::mapped::catch_sigbus();
 }
 
+/// Stack reserved for each thread the library starts. Hashing needs little
+/// (the deepest frame holds a 64 KiB buffer); reserving less than std's
+/// 2 MiB lets many threads start under a low `ulimit -v`.
+pub const THREAD_STACK: usize = 512 * 1024;
+
+/// A builder for the library's threads (see [`THREAD_STACK`]): spawning
+/// through it returns an error where `std::thread::spawn` would panic.
+pub fn thread_builder() -> std::thread::Builder {
+    std::thread::Builder::new().stack_size(THREAD_STACK)
+}
+
 /// Raise the soft limit on open files to the hard one; a failure leaves it.
 pub fn raise_open_file_limit() {
     use rustix::process::{getrlimit, setrlimit, Resource};

@@ -317,15 +317,7 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Stack reserved for each thread a strategy starts. Hashing needs little
-/// (the deepest frame holds a 64 KiB buffer); reserving less than std's
-/// 2 MiB lets many threads start under a low `ulimit -v`.
-pub(crate) const THREAD_STACK: usize = 512 * 1024;
-
-/// A builder for a strategy's threads (see [`THREAD_STACK`]).
-pub(crate) fn thread_builder() -> std::thread::Builder {
-    std::thread::Builder::new().stack_size(THREAD_STACK)
-}
+pub(crate) use crate::limits::{thread_builder, THREAD_STACK};
 
 /// Say that only `started` of the `wanted` threads of `what` could start
 /// (the system refused the next with `e`): the run goes on with those.
