@@ -103,9 +103,10 @@ impl Progress {
         let mut p = Progress::on(target, terminal, (files_total, bytes_total), reading);
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
         // Without a thread (none could start) the line is drawn at the end only.
+        // The model's clock starts with it (its first sample, in `on`).
+        let start = Instant::now();
         let ticker = std::thread::Builder::new().stack_size(256 * 1024);
         let spawned = ticker.spawn(move || {
-            let start = Instant::now();
             while !counts.stop.load(Ordering::Relaxed) {
                 std::thread::park_timeout(TICK);
                 if !counts.stop.load(Ordering::Relaxed) {
@@ -124,13 +125,16 @@ impl Progress {
         (files_total, bytes_total): (u64, u64),
         reading: Arc<Reading>,
     ) -> Progress {
+        let mut eta = Eta::new(files_total, bytes_total);
+        // The start is a sample: the first tick then has an interval to fit.
+        eta.sample(Duration::ZERO, 0, 0);
         let counts = Arc::new(Counts {
             files_total,
             bytes_total,
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             reading,
-            eta: Mutex::new(Eta::new(files_total, bytes_total)),
+            eta: Mutex::new(eta),
             stop: AtomicBool::new(false),
         });
         let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
