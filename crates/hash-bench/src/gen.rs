@@ -183,7 +183,12 @@ fn write_files(
     // Big chunks first: the tail of the run is then made of small tasks that balance.
     tasks.sort_by_key(|t| std::cmp::Reverse(t.len));
     let total: u64 = files.iter().map(|f| f.size).sum();
-    let progress = Progress::new(format!("gen {label}"), total, opts.progress);
+    let progress = Progress::new(
+        format!("gen {label}"),
+        files.len() as u64,
+        total,
+        opts.progress,
+    );
     parallel_for(tasks.len(), opts.threads, &progress, |t, buf| {
         let task = &tasks[t];
         let f = files[task.file];
@@ -192,6 +197,7 @@ fn write_files(
             // Complete as soon as it exists: no part file, no rename.
             File::create(&final_path)
                 .with_context(|| format!("creating {}", final_path.display()))?;
+            progress.file_done();
             return Ok(());
         }
         let part = part_path(&final_path);
@@ -215,6 +221,7 @@ fn write_files(
         if remaining[task.file].fetch_sub(1, Ordering::AcqRel) == 1 {
             std::fs::rename(&part, &final_path)
                 .with_context(|| format!("renaming {}", part.display()))?;
+            progress.file_done();
         }
         Ok(())
     })?;

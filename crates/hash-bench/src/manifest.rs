@@ -47,6 +47,7 @@ pub fn hash_files(paths: &[PathBuf], threads: usize, progress: &Progress) -> Res
     parallel_for(paths.len(), threads, progress, |i, buf| {
         let (d, n) = sha256_file(&paths[i], buf)?;
         progress.add(n);
+        progress.file_done();
         out.lock().unwrap()[i] = Some(d);
         Ok(())
     })?;
@@ -86,7 +87,12 @@ pub fn manifest(root: &Path, name: &str, threads: usize, show_progress: bool) ->
         .iter()
         .map(|p| p.metadata().map(|m| m.len()).unwrap_or(0))
         .sum();
-    let progress = Progress::new(format!("hash {name}"), total, show_progress);
+    let progress = Progress::new(
+        format!("hash {name}"),
+        paths.len() as u64,
+        total,
+        show_progress,
+    );
     let digests = hash_files(&paths, threads, &progress)?;
     let mut text = String::new();
     for ((shown, _), d) in keyed.iter().zip(&digests) {

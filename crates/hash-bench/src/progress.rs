@@ -1,29 +1,53 @@
-//! A byte-counting progress display on stderr for long steps (generation, hashing).
+//! A progress display on stderr for long steps (generation, hashing): bytes, files, rate
+//! and the time left.
 //!
-//! Workers count bytes into an `indicatif` bar, which draws (rate and ETA included) only
-//! when stderr is a terminal, and is cleared at the end. In CI logs indicatif draws
-//! nothing, so there the reporter thread prints a plain line every few seconds instead:
-//! logs stay short but still show that work is moving.
+//! Workers count bytes and files into an `indicatif` bar, which draws only when stderr is
+//! a terminal, and is cleared at the end. In CI logs indicatif draws nothing, so there the
+//! reporter thread prints a plain line every few seconds instead: logs stay short but
+//! still show that work is moving. The time left is not indicatif's, which counts bytes
+//! only and so is far too early on a dataset of a few large files and many small ones: it
+//! is hash-core's [`Eta`], fitted to the step's cost per file and per byte, sampled
+//! whenever a line is drawn.
 
 use std::io::IsTerminal;
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use hash_core::eta::{clock, Eta};
+use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// How often the plain (not a terminal) line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
-/// The line on a terminal: the plain line's figures plus an ETA, and a bar in whatever
-/// width is left (so that the line never wraps).
+/// The line on a terminal: the plain line's figures, and a bar in whatever width is left
+/// (so that the line never wraps). `left` is [`Progress::new`]'s key.
 const TEMPLATE: &str = "  {prefix}: {binary_bytes} / {binary_total_bytes} ({percent} %), \
-                        {binary_bytes_per_sec}, ETA {eta} [{wide_bar}]";
+                        {binary_bytes_per_sec}, ETA {left} [{wide_bar}]";
+
+/// What the drawing needs besides the bar's byte count.
+#[derive(Debug)]
+struct Counts {
+    files_total: u64,
+    files_done: AtomicU64,
+    eta: Mutex<Eta>,
+}
+
+impl Counts {
+    /// Feed the model the counts at `elapsed` since the start; its time left.
+    fn left(&self, elapsed: Duration, bytes: u64) -> String {
+        let files = self.files_done.load(Ordering::Relaxed);
+        let mut eta = self.eta.lock().unwrap_or_else(PoisonError::into_inner);
+        clock(eta.sample(elapsed, files, bytes))
+    }
+}
 
 /// Shared progress counter; see [`Progress::run`].
 #[derive(Debug)]
 pub struct Progress {
     label: String,
     total: u64,
+    counts: Arc<Counts>,
     /// The counter; drawn only on a terminal and when enabled.
     bar: ProgressBar,
     /// Print plain lines from [`Progress::run`] (enabled, and stderr is not a terminal).
@@ -33,23 +57,30 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A counter of `total` bytes for the step called `label`; `enabled` false makes it silent.
-    pub fn new(label: impl Into<String>, total: u64, enabled: bool) -> Self {
+    /// A counter of `files` files of `total` bytes for the step called `label`; `enabled`
+    /// false makes it silent.
+    pub fn new(label: impl Into<String>, files: u64, total: u64, enabled: bool) -> Self {
         let label = label.into();
         let target = if enabled {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()
         };
+        let mut eta = Eta::new(files, total);
+        // The start is a sample: the first drawn one then has a whole interval.
+        eta.sample(Duration::ZERO, 0, 0);
+        let counts = Arc::new(Counts {
+            files_total: files,
+            files_done: AtomicU64::new(0),
+            eta: Mutex::new(eta),
+        });
         let bar = ProgressBar::with_draw_target(Some(total), target)
-            .with_style(
-                ProgressStyle::with_template(TEMPLATE)
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            )
+            .with_style(style(Arc::clone(&counts)))
             .with_prefix(label.clone());
         Self {
             label,
             total,
+            counts,
             bar,
             plain: enabled && !std::io::stderr().is_terminal(),
             finished: Mutex::new(false),
@@ -60,6 +91,11 @@ impl Progress {
     /// Count `n` more bytes done.
     pub fn add(&self, n: u64) {
         self.bar.inc(n);
+    }
+
+    /// Count one more file done (its bytes are counted by [`Progress::add`]).
+    pub fn file_done(&self) {
+        self.counts.files_done.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Stop the reporter loop and clear the bar.
@@ -100,14 +136,31 @@ impl Progress {
             done as f64 * 100.0 / self.total as f64
         };
         let rate = done as f64 / elapsed.as_secs_f64().max(1e-3);
+        let files = self.counts.files_done.load(Ordering::Relaxed);
         format!(
-            "  {}: {} / {} ({pct:.0} %), {}/s",
+            "  {}: {} / {} ({pct:.0} %), {files}/{} files, {}/s, ETA {}",
             self.label,
             HumanBytes(done),
             HumanBytes(self.total),
-            HumanBytes(rate as u64)
+            self.counts.files_total,
+            HumanBytes(rate as u64),
+            self.counts.left(elapsed, done),
         )
     }
+}
+
+/// [`TEMPLATE`] with its `left` key: the model is sampled at each draw.
+fn style(counts: Arc<Counts>) -> ProgressStyle {
+    let Ok(style) = ProgressStyle::with_template(TEMPLATE) else {
+        return ProgressStyle::default_bar();
+    };
+    style.with_key(
+        "left",
+        move |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let done = s.pos().min(s.len().unwrap_or(u64::MAX));
+            let _ = w.write_str(&counts.left(s.elapsed(), done));
+        },
+    )
 }
 
 #[cfg(test)]
@@ -116,12 +169,17 @@ mod tests {
 
     #[test]
     fn plain_line_counts_bytes() {
-        let p = Progress::new("gen x", 8 << 20, false);
+        let p = Progress::new("gen x", 10, 8 << 20, false);
         p.add(2 << 20);
         p.add(2 << 20);
+        for _ in 0..5 {
+            p.file_done();
+        }
+        // Half of the files and half of the bytes in 2 s: 2 s more, however the time
+        // divides between files and bytes.
         assert_eq!(
             p.line(Duration::from_secs(2)),
-            "  gen x: 4.00 MiB / 8.00 MiB (50 %), 2.00 MiB/s"
+            "  gen x: 4.00 MiB / 8.00 MiB (50 %), 5/10 files, 2.00 MiB/s, ETA 0:02"
         );
         // More than the total (a file grew) shows the total.
         p.add(8 << 20);
@@ -137,7 +195,7 @@ mod tests {
 
     #[test]
     fn run_returns_after_finish() {
-        let p = Progress::new("x", 1, true);
+        let p = Progress::new("x", 1, 1, true);
         std::thread::scope(|s| {
             let reporter = s.spawn(|| p.run());
             p.finish();

@@ -66,7 +66,9 @@ pub struct CommonArgs {
     #[arg(long, conflicts_with = "check")]
     pub tree: bool,
 
-    /// Show a progress line on stderr even when it is not a terminal.
+    /// Show a progress line on stderr even when it is not a terminal. It gives the
+    /// percent of bytes and the percent of files done, apart; the time left comes from
+    /// the run's cost per file and per byte, fitted as it goes.
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
 

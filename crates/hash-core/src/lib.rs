@@ -27,6 +27,7 @@ pub mod cli;
 pub mod diag;
 pub mod error;
 pub mod escape;
+pub mod eta;
 pub mod exit;
 pub mod filelist;
 pub mod generate;

@@ -1,8 +1,13 @@
-//! A progress line on stderr: bytes of the total, files, rate, ETA.
+//! A progress line on stderr: bytes and files, each of its total and as a
+//! percentage, the rate, and the time left.
 //!
-//! `indicatif` draws it: it clears and redraws the line, estimates the rate
-//! and the ETA from recent progress, and gets out of the way of other
-//! messages ([`Progress::print`]). A thread of ours moves the bar every
+//! `indicatif` draws it: it clears and redraws the line, estimates the byte
+//! rate from recent progress, and gets out of the way of other messages
+//! ([`Progress::print`]). The time left is not indicatif's (bytes only, so it
+//! says "done" once the large files are, with the many small ones still to
+//! go): it is [`Eta`]'s, a model of the run's cost per file and per byte. The
+//! two percentages are shown apart for the same reason: neither alone says how
+//! far the run is. A thread of ours moves the bar and feeds the model every
 //! 200 ms from counters, so the hot path pays nothing but the counter updates
 //! it makes anyway. Bytes come from two sources and the larger wins: the
 //! in-process hashers' running byte count (so one huge file still moves the
@@ -18,18 +23,20 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
+use crate::eta::{self, Eta};
 use crate::hasher::Reading;
 
 const TICK: Duration = Duration::from_millis(200);
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// The line; `percent` is indicatif's, the other keys are [`style`]'s.
-const TEMPLATE: &str = "{mib} MiB ({percent}%), {files} files, {mib_per_sec} MiB/s, ETA {left}";
+/// The line; `percent` (of bytes) is indicatif's, the other keys are [`style`]'s.
+const TEMPLATE: &str = "{mib} MiB ({percent}%), {files} files ({files_percent}%), \
+                        {mib_per_sec} MiB/s, ETA {left}";
 
 /// What the hashers count, sampled by the ticker.
 #[derive(Debug)]
@@ -41,6 +48,8 @@ struct Counts {
     /// The run's hashers count the bytes they stream (not `hash-procs`'
     /// workers: they are other processes).
     reading: Arc<Reading>,
+    /// The time-left model, fed by the ticker and read by the drawing.
+    eta: Mutex<Eta>,
     stop: AtomicBool,
 }
 
@@ -51,6 +60,19 @@ impl Counts {
             .max(self.bytes_done.load(Ordering::Relaxed))
             .min(self.bytes_total.max(1))
     }
+
+    fn eta(&self) -> std::sync::MutexGuard<'_, Eta> {
+        self.eta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What the ticker does every [`TICK`]: feed the model the counts as they are
+/// `now` (since the start) and move the bar, which draws the line.
+fn tick(bar: &ProgressBar, counts: &Counts, now: Duration) {
+    let bytes = counts.bytes();
+    let files = counts.files_done.load(Ordering::Relaxed);
+    counts.eta().sample(now, files, bytes);
+    bar.set_position(bytes);
 }
 
 /// A running progress display.
@@ -81,12 +103,14 @@ impl Progress {
         let mut p = Progress::on(target, terminal, (files_total, bytes_total), reading);
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
         // Without a thread (none could start) the line is drawn at the end only.
+        // The model's clock starts with it (its first sample, in `on`).
+        let start = Instant::now();
         let ticker = std::thread::Builder::new().stack_size(256 * 1024);
         let spawned = ticker.spawn(move || {
             while !counts.stop.load(Ordering::Relaxed) {
                 std::thread::park_timeout(TICK);
                 if !counts.stop.load(Ordering::Relaxed) {
-                    bar.set_position(counts.bytes()); // and draw
+                    tick(&bar, &counts, start.elapsed());
                 }
             }
         });
@@ -101,12 +125,16 @@ impl Progress {
         (files_total, bytes_total): (u64, u64),
         reading: Arc<Reading>,
     ) -> Progress {
+        let mut eta = Eta::new(files_total, bytes_total);
+        // The start is a sample: the first tick then has an interval to fit.
+        eta.sample(Duration::ZERO, 0, 0);
         let counts = Arc::new(Counts {
             files_total,
             bytes_total,
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             reading,
+            eta: Mutex::new(eta),
             stop: AtomicBool::new(false),
         });
         let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
@@ -165,22 +193,32 @@ fn style(counts: Arc<Counts>) -> ProgressStyle {
         .with_key("mib", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
             let _ = w.write_str(&mib_of(s.pos(), s.len().unwrap_or(0)));
         })
-        .with_key(
-            "files",
+        .with_key("files", {
+            let counts = Arc::clone(&counts);
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
                 let done = counts.files_done.load(Ordering::Relaxed);
                 let _ = write!(w, "{done}/{}", counts.files_total);
-            },
-        )
+            }
+        })
+        .with_key("files_percent", {
+            let counts = Arc::clone(&counts);
+            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let done = counts.files_done.load(Ordering::Relaxed);
+                let _ = write!(w, "{}", percent(done, counts.files_total));
+            }
+        })
         .with_key(
             "mib_per_sec",
             |s: &ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = write!(w, "{:.1}", s.per_sec() / MIB);
             },
         )
-        .with_key("left", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = w.write_str(&left(s.per_sec(), s.eta()));
-        })
+        .with_key(
+            "left",
+            move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = w.write_str(&eta::clock(counts.eta().remaining()));
+            },
+        )
 }
 
 /// `done/total` in MiB.
@@ -188,13 +226,13 @@ fn mib_of(bytes: u64, total: u64) -> String {
     format!("{:.1}/{:.1}", bytes as f64 / MIB, total as f64 / MIB)
 }
 
-/// The ETA as `m:ss`, or `--:--` while nothing has moved.
-fn left(rate: f64, eta: Duration) -> String {
-    if rate > 0.0 {
-        let s = eta.as_secs();
-        format!("{}:{:02}", s / 60, s % 60)
+/// `done` as a whole percentage of `total`, rounded down as indicatif's
+/// `percent` is (so 100 means all done), and 100 of nothing.
+fn percent(done: u64, total: u64) -> u64 {
+    if total == 0 {
+        100
     } else {
-        "--:--".to_owned()
+        (u128::from(done.min(total)) * 100 / u128::from(total)) as u64
     }
 }
 
@@ -282,9 +320,13 @@ mod tests {
     fn mib_and_eta_keys() {
         assert_eq!(mib_of(512 << 20, 1024 << 20), "512.0/1024.0");
         assert_eq!(mib_of(0, 0), "0.0/0.0");
-        assert_eq!(left(1.0, Duration::from_secs(2)), "0:02");
-        assert_eq!(left(1.0, Duration::from_secs(61 * 60 + 5)), "61:05");
-        assert_eq!(left(0.0, Duration::ZERO), "--:--");
+        assert_eq!(percent(0, 10), 0);
+        assert_eq!(percent(3, 10), 30);
+        assert_eq!(percent(189, 117_769), 0);
+        assert_eq!(percent(117_768, 117_769), 99);
+        assert_eq!(percent(11, 10), 100);
+        assert_eq!(percent(0, 0), 100);
+        assert_eq!(percent(u64::MAX, u64::MAX), 100);
     }
 
     /// A sink the test reads back.
@@ -306,28 +348,38 @@ mod tests {
         let sink = Shared::default();
         let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
         let p = Progress::on(target, false, (10, 1024 << 20), Default::default());
-        for _ in 0..3 {
+        // What the ticker does, on a clock of the test's (no ticker runs here):
+        // nothing at the start, then half the bytes and half the files in 2 s.
+        tick(&p.bar, &p.counts, Duration::ZERO);
+        for _ in 0..5 {
             p.file_done(0);
         }
         p.counts.bytes_done.store(512 << 20, Ordering::Relaxed);
-        // What a tick does, twice (no ticker runs here).
-        p.bar.set_position(p.counts.bytes());
-        p.bar.set_position(p.counts.bytes());
+        tick(&p.bar, &p.counts, Duration::from_secs(2));
         p.finish();
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert!(!lines.is_empty(), "{text:?}");
+        let mut etas = Vec::new();
         for line in &lines {
-            // The rate and ETA are indicatif's estimate: only their shape is known.
+            // The rate is indicatif's estimate on the real clock: only its shape is known.
             let (head, tail) = line.split_at(line.find(" MiB/s, ETA ").expect(line));
+            let rate = head.rsplit(' ').next().unwrap();
+            assert!(rate.parse::<f64>().is_ok(), "{line:?}");
             assert!(
-                head.starts_with("512.0/1024.0 MiB (50%), 3/10 files, "),
+                head.starts_with("0.0/1024.0 MiB (0%), 0/10 files (0%), ")
+                    || head.starts_with("512.0/1024.0 MiB (50%), 5/10 files (50%), "),
                 "{line:?}"
             );
-            assert!(head.rsplit(' ').next().unwrap().parse::<f64>().is_ok());
-            let eta = &tail[" MiB/s, ETA ".len()..];
-            assert!(eta == "--:--" || eta.contains(':'), "{line:?}");
+            etas.push(&tail[" MiB/s, ETA ".len()..]);
         }
+        // Half of everything took 2 s: the other half takes 2 s more, however
+        // the time divides between files and bytes.
+        assert_eq!(etas.last(), Some(&"0:02"), "{text:?}");
+        assert!(
+            etas.iter().all(|e| *e == "--:--" || *e == "0:02"),
+            "{text:?}"
+        );
         assert!(text.ends_with('\n') && !text.contains('\r') && !text.contains('\x1b'));
     }
 
