@@ -195,7 +195,26 @@ pub fn nobody_copy(bin: impl AsRef<Path>) -> (tempfile::TempDir, PathBuf) {
     let copy = dir.path().join(bin.file_name().unwrap());
     fs::copy(bin, &copy).unwrap();
     fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+    wait_until_executable(&copy);
     (dir, copy)
+}
+
+/// Run a freshly written executable once (`--version`) until `exec` stops
+/// failing with "Text file busy": while the copy was being written, another
+/// test thread may have forked a child that still holds the write descriptor
+/// until its own `exec` (close-on-exec closes it only then). Once one `exec`
+/// succeeds, no process can hold it any more: it was closed before.
+fn wait_until_executable(path: &Path) {
+    for _ in 0..1000 {
+        match crate::try_run(Command::new(path).arg("--version")) {
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error()) => {
+                std::thread::yield_now();
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+            Ok(_) => return,
+        }
+    }
+    panic!("{}: still busy after 1000 tries", path.display());
 }
 
 /// A command running `program` as the unprivileged `nobody` user, so that
