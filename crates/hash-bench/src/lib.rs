@@ -22,6 +22,8 @@
 //!   files (which leaned on their raw directories) made self-contained.
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
+//! - [`link`]: a network link emulated between pipes (delay, bandwidth cap, byte
+//!   counts), for a network-filesystem location of the benchmark.
 
 pub mod cache;
 pub mod chart;
@@ -29,6 +31,7 @@ pub mod collect;
 pub mod compare;
 pub mod gen;
 pub mod hyperfine;
+pub mod link;
 pub mod machine;
 pub mod manifest;
 pub mod maxrss;
