@@ -23,7 +23,7 @@
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
 //! - [`link`]: a network link emulated between pipes (delay, bandwidth cap, byte
-//!   counts), for a network-filesystem location of the benchmark.
+//!   counts); [`mount`]: an sshfs mount whose SFTP traffic crosses such a link.
 
 pub mod cache;
 pub mod chart;
@@ -35,6 +35,7 @@ pub mod link;
 pub mod machine;
 pub mod manifest;
 pub mod maxrss;
+pub mod mount;
 pub mod plan;
 pub mod progress;
 pub mod race;
