@@ -148,7 +148,9 @@ fn preflight() -> Result<PathBuf> {
 
 /// Check the mount point (clearing a dead mount left by a killed run); its absolute path.
 fn prepare_mountpoint(p: &Path) -> Result<PathBuf> {
-    if let Err(e) = fs::metadata(p) {
+    // Listing it asks the file system itself (a dead mount's cached attributes would let
+    // a mere stat succeed).
+    if let Err(e) = fs::read_dir(p) {
         if e.raw_os_error() != Some(libc::ENOTCONN) {
             return Err(e).with_context(|| format!("mount point {}", p.display()));
         }
@@ -403,9 +405,12 @@ impl Drop for Mounted {
 }
 
 /// Start `cmd` on the two pipe ends, stderr shared with ours (its complaints are the
-/// user's clues). The command, and with it our copies of the ends, is dropped here.
+/// user's clues), in a process group of its own: a Ctrl-C in the terminal is ours to
+/// handle, not sshfs's, which would unmount behind our back. The command, and with it
+/// our copies of the ends, is dropped here.
 fn spawn(mut cmd: Command, stdin: OwnedFd, stdout: OwnedFd) -> io::Result<Child> {
-    cmd.stdin(stdin).stdout(stdout).spawn()
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(stdin).stdout(stdout).process_group(0).spawn()
 }
 
 /// Wait up to `limit` for a change of the mount table or for `stop`; whether `stop` is
