@@ -22,6 +22,8 @@
 //!   files (which leaned on their raw directories) made self-contained.
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
+//! - [`link`]: a network link emulated between pipes (delay, bandwidth cap, byte
+//!   counts); [`mount`]: an sshfs mount whose SFTP traffic crosses such a link.
 
 pub mod cache;
 pub mod chart;
@@ -29,9 +31,11 @@ pub mod collect;
 pub mod compare;
 pub mod gen;
 pub mod hyperfine;
+pub mod link;
 pub mod machine;
 pub mod manifest;
 pub mod maxrss;
+pub mod mount;
 pub mod plan;
 pub mod progress;
 pub mod race;
