@@ -314,16 +314,24 @@ fn pass_through(from: OwnedFd, to: OwnedFd, counters: &Counters, way: Way) -> io
     }
 }
 
+/// One `read` into `buf`, retried when a signal interrupts it; 0 at the end.
+fn read_some(from: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match from.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            res => return res,
+        }
+    }
+}
+
 /// The fallback of [`pass_through`]: read and write through one buffer.
 fn copy(from: OwnedFd, to: OwnedFd, counter: &AtomicU64) -> io::Result<()> {
     let (mut from, mut to) = (File::from(from), File::from(to));
     let mut buf = vec![0u8; CHUNK];
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        let n = match read_some(&mut from, &mut buf)? {
+            0 => return Ok(()),
+            n => n,
         };
         match to.write_all(&buf[..n]) {
             Ok(()) => counter.fetch_add(n as u64, Ordering::Relaxed),
@@ -344,11 +352,9 @@ fn read_paced(
     let mut bucket = shape.rate.map(TokenBucket::new);
     let mut buf = vec![0u8; CHUNK];
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        let n = match read_some(&mut from, &mut buf)? {
+            0 => return Ok(()),
+            n => n,
         };
         let now = Instant::now();
         let leaves = bucket.as_mut().map_or(now, |b| b.take(n, now));
@@ -436,19 +442,6 @@ mod tests {
     use super::*;
     use std::thread;
 
-    /// Deterministic bytes that differ from one offset to the next.
-    fn pattern(len: usize, seed: u32) -> Vec<u8> {
-        let mut x = 0x9e37_79b9u32 ^ seed;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x as u8
-            })
-            .collect()
-    }
-
     /// A link in memory: the test's ends of the client's and the server's pipes.
     struct Ends {
         link: Link,
@@ -494,8 +487,8 @@ mod tests {
 
     fn relays_every_byte(shape: Shape) {
         let e = start(shape);
-        let up = pattern(3 << 20, 1);
-        let down = pattern((5 << 20) + 17, 2);
+        let up = testenv::pattern(3 << 20);
+        let down = testenv::pattern((5 << 20) + 17);
         let sent_up = send(e.client_out, up.clone());
         let sent_down = send(e.server_out, down.clone());
         let got_up = receive(e.server_in);
@@ -552,7 +545,7 @@ mod tests {
             delay: Duration::ZERO,
             rate: Some(8 << 20),
         });
-        let data = pattern(4 << 20, 3);
+        let data = testenv::pattern(4 << 20);
         let start = Instant::now();
         let sent = send(e.client_out, data.clone());
         let got = receive(e.server_in).join().unwrap();
