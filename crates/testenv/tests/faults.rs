@@ -336,9 +336,18 @@ fn a_signal_while_hash_procs_starts_its_workers_aborts_no_worker() {
             .unwrap();
         // As soon as the first worker exists, the parent is still starting
         // the other 63: that is when the signal must land. (A spin on
-        // /proc, bounded: a parent that finished first is a round without.)
+        // /proc with a 10 s deadline: a parent that finished first is a
+        // round without.)
         let pid = child.id();
-        let seen = (0..2_000_000).any(|_| first_child(pid).is_some());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let seen = loop {
+            if first_child(pid).is_some() {
+                break true;
+            }
+            if std::time::Instant::now() > deadline {
+                break false;
+            }
+        };
         let signal = if round % 2 == 0 { "TERM" } else { "INT" };
         let _ = Command::new("kill")
             .args(["-s", signal, &pid.to_string()])
