@@ -10,8 +10,12 @@
 //!   bars but lines across the chart, each labelled in its own lane above the bars, since
 //!   they bound the contestants rather than compete with them.
 //! - **scaling**, one per results file, dataset and cache state that has a jobs sweep
-//!   (a program measured at two or more `-j`): throughput against `-j` on a log₂ axis,
-//!   one line per program, with `hash-serial` and the references as horizontal lines.
+//!   (a contestant measured at two or more `-j`; a reference swept alone compares nothing,
+//!   so it makes no chart): throughput against `-j` on a log₂ axis, one line per
+//!   contestant, with `hash-serial` and the references (one per `-j`) as horizontal lines.
+//!
+//! No two labels may overlap (the tests check every `<text>`'s box): labels of lines
+//! close together are spread apart in the lines' order rather than drawn over each other.
 //!
 //! Bars, rather than a log axis, because the question is "how much faster", which a
 //! linear axis answers at a glance.
@@ -138,7 +142,7 @@ pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
             .margin_right(24)
             .margin_bottom(8)
             .x_label_area_size(48)
-            .y_label_area_size((label_chars as u32) * 8 + 16)
+            .y_label_area_size((label_chars as u32) * 10 + 16)
             .build_cartesian_2d(0.0..max * 1.18, 0.0..(nrows + lanes).max(1.0))
             .map_err(err)?;
         let desc = format!("median throughput, {} (higher is better)", t.unit.name());
@@ -304,7 +308,11 @@ fn draw_legend(
 
 /// The scaling chart of one table and one column, if that column swept `-j`.
 pub fn scaling_svg(c: &Comparison, t: &Table, column: usize) -> Result<Option<String>> {
-    let sweeps = jobs_sweeps(t, column);
+    // Only contestants' sweeps make a chart: a reference measured at two -j (the read
+    // floor, say) bounds the contestants but compares none of them, so it stays a
+    // horizontal line per -j, like the other references.
+    let mut sweeps = jobs_sweeps(t, column);
+    sweeps.retain(|program, _| !t.rows.iter().any(|r| r.reference && &r.program == program));
     if sweeps.is_empty() {
         return Ok(None);
     }
@@ -396,7 +404,28 @@ fn draw_flat_lines(
     x0: f64,
     x1: f64,
 ) -> Result<()> {
-    for (label, value, reference) in flat {
+    // Each label sits just above its line at the left, unless lines are too close for
+    // that: then the labels are spread apart, in the lines' order, within the plot.
+    let (_, top) = chart.backend_coord(&(x0, chart.y_range().end));
+    let (_, bottom) = chart.backend_coord(&(x0, chart.y_range().start));
+    let mut labels: Vec<(i32, usize)> = flat
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (chart.backend_coord(&(x0, f.1)).1 - FLAT_LABEL_PX / 2 - 3, i))
+        .collect();
+    labels.sort();
+    let mut ys: Vec<i32> = labels.iter().map(|l| l.0).collect();
+    spread(
+        &mut ys,
+        FLAT_LABEL_PX + 3,
+        top + FLAT_LABEL_PX,
+        bottom - FLAT_LABEL_PX,
+    );
+    let mut label_y = vec![0; flat.len()];
+    for ((_, i), y) in labels.iter().zip(ys) {
+        label_y[*i] = y;
+    }
+    for ((label, value, reference), y) in flat.iter().zip(label_y) {
         let style = ShapeStyle::from(&GREY).stroke_width(1);
         let line = vec![(x0, *value), (x1, *value)];
         if *reference {
@@ -408,13 +437,13 @@ fn draw_flat_lines(
                 .draw_series(std::iter::once(PathElement::new(line, style)))
                 .map_err(err)?;
         }
-        let (px, py) = chart.backend_coord(&(x0, *value));
+        let (px, _) = chart.backend_coord(&(x0, *value));
         root.draw(&Text::new(
             format!("{label}: {}", fmt_num(*value)),
-            (px + 6, py - 4),
+            (px + 6, y),
             TextStyle::from((FONT, 14).into_font())
                 .color(&GREY)
-                .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                .pos(Pos::new(HPos::Left, VPos::Center)),
         ))
         .map_err(err)?;
     }
@@ -456,12 +485,11 @@ fn draw_sweeps(
         }
     }
     ends.sort_by_key(|e| e.1);
-    for i in 1..ends.len() {
-        if ends[i].1 - ends[i - 1].1 < 18 {
-            ends[i].1 = ends[i - 1].1 + 18;
-        }
-    }
-    for (px, py, program, col) in ends {
+    let (_, top) = chart.backend_coord(&(0.0, chart.y_range().end));
+    let (_, bottom) = chart.backend_coord(&(0.0, chart.y_range().start));
+    let mut ys: Vec<i32> = ends.iter().map(|e| e.1).collect();
+    spread(&mut ys, 18, top + 9, bottom - 9);
+    for ((px, _, program, col), py) in ends.into_iter().zip(ys) {
         root.draw(&Text::new(
             program,
             (px + 12, py),
@@ -472,6 +500,28 @@ fn draw_sweeps(
         .map_err(err)?;
     }
     Ok(())
+}
+
+/// Pixel height of a horizontal line's label in the scaling chart (plotters draws a
+/// font of size 14 at 14 / 1.24 px).
+const FLAT_LABEL_PX: i32 = 12;
+
+/// Move label centres `ys` (sorted, top to bottom) apart to at least `gap` pixels,
+/// each as little as it can, and all within `lo..=hi` where there is room for them:
+/// pushed down from the top, then, if the last is past `hi`, back up from the bottom.
+fn spread(ys: &mut [i32], gap: i32, lo: i32, hi: i32) {
+    for i in 0..ys.len() {
+        let min = if i == 0 { lo } else { ys[i - 1] + gap };
+        ys[i] = ys[i].max(min);
+    }
+    for i in (0..ys.len()).rev() {
+        let max = if i + 1 == ys.len() {
+            hi
+        } else {
+            ys[i + 1] - gap
+        };
+        ys[i] = ys[i].min(max);
+    }
 }
 
 /// Write every chart of a comparison into `out`; returns the files written.
@@ -599,6 +649,28 @@ mod tests {
                 "no <text>{want}</text> in {all:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_reference_swept_alone_makes_no_scaling_chart() {
+        let c = comparison();
+        let mut t = table(&c, "big", Cache::Warm).clone();
+        // Only hash-threads was swept in b; as a reference it compares no contestant.
+        for r in t.rows.iter_mut().filter(|r| r.program == "hash-threads") {
+            r.reference = true;
+        }
+        assert!(scaling_svg(&c, &t, 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn spread_keeps_order_gap_and_bounds() {
+        let mut ys = [10, 50, 52, 53, 200];
+        spread(&mut ys, 18, 20, 180);
+        assert_eq!(ys, [20, 50, 68, 86, 180]);
+        // No room below: pushed back up from the bottom, still in order.
+        let mut ys = [170, 171, 172];
+        spread(&mut ys, 18, 0, 180);
+        assert_eq!(ys, [144, 162, 180]);
     }
 
     #[test]
