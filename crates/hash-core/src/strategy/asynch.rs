@@ -145,7 +145,7 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
         .map(std::thread::JoinHandle::join)
     {
         fewer_threads(0, workers, "tokio threads", &e);
-        super::serial::Serial.run(files, reading, sink);
+        super::serial::hash_in_order(files, reading, sink);
         return;
     }
     let max = max_readers(workers);
@@ -157,7 +157,7 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
         Ok(runtime) => runtime,
         Err(e) => {
             fewer_threads(0, workers, "tokio threads", &e);
-            super::serial::Serial.run(files, reading, sink);
+            super::serial::hash_in_order(files, reading, sink);
             return;
         }
     };

@@ -30,14 +30,21 @@ impl Runner for Serial {
     }
 
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
-        let _hashing = reading.hashing();
-        let mut buf = new_buffer();
-        for (i, job) in files.iter().enumerate() {
-            if let ControlFlow::Break(()) = sink(i, hash(&job.request(reading, None), &mut buf)) {
-                reading.stop();
-                break;
-            }
-        }
+        hash_in_order(files, reading, sink);
         Ran::default()
+    }
+}
+
+/// Hash `files` one after another on this thread, into `sink`: the serial
+/// strategy, and what the others fall back to when they cannot start a
+/// single thread or process of their own.
+pub(super) fn hash_in_order(files: &[Job], reading: &Reading, sink: &mut Sink<'_>) {
+    let _hashing = reading.hashing();
+    let mut buf = new_buffer();
+    for (i, job) in files.iter().enumerate() {
+        if let ControlFlow::Break(()) = sink(i, hash(&job.request(reading, None), &mut buf)) {
+            reading.stop();
+            break;
+        }
     }
 }

@@ -115,7 +115,7 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
             crate::strategy::fewer_threads(started, workers, "worker processes", &e);
             if started == 0 {
                 // Not one: this process hashes them all itself.
-                return hash_here(files, reading, pool.sink);
+                return crate::strategy::serial::hash_in_order(files, reading, pool.sink);
             }
             break;
         }
@@ -388,18 +388,6 @@ impl Pool<'_, '_> {
                 let _ = w.child.kill();
             }
             let _ = w.child.wait();
-        }
-    }
-}
-
-/// Hash every file in this process, in planned order, into `sink`: what
-/// the pool does when it cannot start a single worker.
-fn hash_here(files: &[Job], reading: &Reading, sink: &mut Sink<'_>) {
-    let mut buf = crate::hasher::new_buffer();
-    for (i, job) in files.iter().enumerate() {
-        let outcome = crate::hasher::hash(&job.request(reading, None), &mut buf);
-        if sink(i, outcome).is_break() {
-            return;
         }
     }
 }
