@@ -158,7 +158,7 @@ pub fn walk_all(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-fn page_size() -> u64 {
+pub fn page_size() -> u64 {
     rustix::param::page_size() as u64
 }
 

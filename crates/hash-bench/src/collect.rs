@@ -17,7 +17,8 @@ use crate::hyperfine::{parse_single, Timing};
 use crate::maxrss::RssSample;
 use crate::plan::{self, Cache, Kind, Plan, PlanDataset, PlanEntry};
 use crate::results::{
-    validate, BenchmarkResult, DatasetResult, ResidencySummary, Results, Settings, Toolchain,
+    validate, BenchmarkResult, DatasetResult, LinkSummary, ResidencySummary, Results, Settings,
+    Toolchain,
     SCHEMA_VERSION,
 };
 use crate::util::{median, utc_stamps, version_line};
@@ -38,6 +39,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
     let limits = Limits {
         cold_max_resident_percent: plan.cold_max_resident_percent,
         warm_min_resident_percent: plan.warm_min_resident_percent,
+        warm_max_resident_percent: None,
     };
     let mut benchmarks = Vec::new();
     let mut json_schema = None;
@@ -49,7 +51,23 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
                 plan::export_path(work, &b.id).display()
             );
         }
-        let m = measure(&work.join("raw"), &b.id, b.cache, b.runs, limits)?;
+        let d = plan
+            .datasets
+            .iter()
+            .find(|d| d.spec.name == b.dataset)
+            .context("planned dataset")?;
+        let limits = Limits {
+            warm_max_resident_percent: plan
+                .memory_limit_bytes
+                .map(|l| crate::location::percent(l, d.bytes) + 5.0),
+            ..limits
+        };
+        let mut m = measure(&work.join("raw"), &b.id, b.cache, b.runs, limits)?;
+        if plan.location.is_network() {
+            let (link, flags) = link_summary(work, b, d.bytes, m.timing.times_s.len())?;
+            m.flags.extend(flags);
+            m.link = Some(link);
+        }
         if json_schema.is_some_and(|s| s != m.timing.json_schema) {
             bail!("exports of different hyperfine JSON schemas in one sweep");
         }
@@ -64,7 +82,8 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
         date,
         commit: plan.commit.clone(),
         harness_commit: plan.harness_commit.clone(),
-        machine: crate::machine::collect(Path::new(&plan.data_root)),
+        // The disk under the data (a network location's mount is gone by now).
+        machine: crate::machine::collect(plan.source_root()),
         toolchain: Toolchain {
             rustc: version_line("rustc", &["--version"]),
             cargo: version_line("cargo", &["--version"]),
@@ -80,6 +99,8 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             data_root: plan.data_root.clone(),
             bin_dir: plan.bin_dir.clone(),
             rss_method: RSS_METHOD.into(),
+            location: Some(plan.location.clone()),
+            memory_limit_bytes: plan.memory_limit_bytes,
         },
         programs: plan.programs.clone(),
         datasets,
@@ -126,6 +147,32 @@ pub struct Limits {
     pub cold_max_resident_percent: f64,
     /// A warm run must start with at least this share resident, percent.
     pub warm_min_resident_percent: f64,
+    /// Under a memory limit: a warm run may start with at most this share resident,
+    /// percent (the limit's share of the dataset, plus 5), and the floor does not apply.
+    pub warm_max_resident_percent: Option<f64>,
+}
+
+/// The bytes each timed run of `b` moved over the link, and the runs that moved too
+/// much or too little.
+fn link_summary(
+    work: &Path,
+    b: &PlanEntry,
+    dataset_bytes: u64,
+    runs: usize,
+) -> Result<(LinkSummary, Vec<String>)> {
+    let samples = crate::location::read_samples(&plan::link_record(work, &b.id))?;
+    let moved =
+        crate::location::per_run(&samples, runs).with_context(|| format!("benchmark {}", b.id))?;
+    let flags = crate::net::link_flags(&moved, b.cache, dataset_bytes);
+    let summary = LinkSummary {
+        per_run_to_client_bytes: moved.iter().map(|m| m.to_client).collect(),
+        per_run_to_server_bytes: moved.iter().map(|m| m.to_server).collect(),
+        per_run_percent_of_dataset: moved
+            .iter()
+            .map(|m| crate::location::percent(m.to_client, dataset_bytes))
+            .collect(),
+    };
+    Ok((summary, flags))
 }
 
 /// What one benchmark's raw records say: hyperfine's timing, the residency before each
@@ -140,6 +187,8 @@ pub struct Measured {
     pub peak_rss_kib: Option<u64>,
     /// Sum of the process tree's peaks, KiB.
     pub peak_rss_tree_kib: Option<u64>,
+    /// Bytes over the link per timed run (network locations; set by the caller).
+    pub link: Option<LinkSummary>,
     /// Why the numbers are not trustworthy (empty: they are).
     pub flags: Vec<String>,
 }
@@ -181,6 +230,7 @@ pub fn measure(raw: &Path, id: &str, cache: Cache, runs: u32, limits: Limits) ->
         timing,
         peak_rss_kib,
         peak_rss_tree_kib,
+        link: None,
         flags,
     })
 }
@@ -208,11 +258,18 @@ fn residency_flags(timed: &[f64], cache: Cache, limits: Limits) -> Vec<String> {
                 i + 1,
                 limits.cold_max_resident_percent
             )),
-            Cache::Warm if *p < limits.warm_min_resident_percent => flags.push(format!(
-                "warm run {} started with only {p:.1} % of the data resident (floor {} %)",
-                i + 1,
-                limits.warm_min_resident_percent
-            )),
+            Cache::Warm => match limits.warm_max_resident_percent {
+                Some(max) if *p > max => flags.push(format!(
+                    "warm run {} under the memory limit started with {p:.1} % of the data resident (the limit holds at most {max:.1} %)",
+                    i + 1
+                )),
+                None if *p < limits.warm_min_resident_percent => flags.push(format!(
+                    "warm run {} started with only {p:.1} % of the data resident (floor {} %)",
+                    i + 1,
+                    limits.warm_min_resident_percent
+                )),
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -273,6 +330,7 @@ fn planned_benchmark(plan: &Plan, b: &PlanEntry, m: Measured) -> BenchmarkResult
         peak_rss_kib: m.peak_rss_kib,
         peak_rss_tree_kib: m.peak_rss_tree_kib,
         residency: m.residency,
+        link: m.link,
         valid: m.flags.is_empty(),
         flags: m.flags,
         raw_export: None,
@@ -324,7 +382,14 @@ pub fn destination(out: &Path, results: &Results) -> PathBuf {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    out.join(format!("{host}-{stamp}-{}.json", results.sweep))
+    let mut name = format!("{host}-{stamp}-{}", results.sweep);
+    if let Some(l) = results.settings.location.as_ref().filter(|l| l.is_network()) {
+        name = format!("{name}-{}", l.name);
+    }
+    if let Some(m) = results.settings.memory_limit_bytes {
+        name = format!("{name}-mem{}M", m >> 20);
+    }
+    out.join(format!("{name}.json"))
 }
 
 /// Build, validate and write the results; move the raw files beside them and remove
@@ -399,6 +464,23 @@ pub fn table(r: &Results) -> String {
         },
         r.toolchain.hyperfine
     );
+    let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
+    if let Some(l) = r.settings.location.as_ref() {
+        let _ = writeln!(s, "location: {} ({})", l.name, l.access);
+    }
+    if let Some(l) = link {
+        let cap = l
+            .rate_mibps
+            .map_or("no cap".to_string(), |m| format!("{m:.1} MiB/s cap"));
+        let _ = writeln!(s, "link: {} ms RTT, {cap}; 'link%': the share of the data that crossed it", l.rtt_ms);
+    }
+    if let Some(m) = r.settings.memory_limit_bytes {
+        let _ = writeln!(
+            s,
+            "memory limit: {} (a cgroup around every timed command; warm = what it kept)",
+            crate::util::human_bytes(m)
+        );
+    }
     for d in &r.datasets {
         for &cache in &d.caches {
             let _ = writeln!(
@@ -409,10 +491,23 @@ pub fn table(r: &Results) -> String {
                 crate::util::human_bytes(d.bytes),
                 cache.name()
             );
+            if let Some(rate) = link.and_then(|l| l.rate_bytes_per_sec) {
+                let _ = writeln!(
+                    s,
+                    "  (the link's cap alone: {:.3} s for the data)",
+                    d.bytes as f64 / rate as f64
+                );
+            }
             let _ = writeln!(
                 s,
                 "  {:<30} {:>10} {:>9} {:>10} {:>9} {:>9} {:>8}  ±σ",
-                "program", "median", "MiB/s", "files/s", "vs serial", "RSS MiB*", "resid."
+                "program",
+                "median",
+                "MiB/s",
+                "files/s",
+                "vs serial",
+                "RSS MiB*",
+                if link.is_some() { "link%" } else { "resid." }
             );
             for b in r
                 .benchmarks
@@ -452,7 +547,10 @@ pub fn table(r: &Results) -> String {
                     b.files_per_s,
                     rel,
                     rss,
-                    b.residency.median_percent,
+                    match &b.link {
+                        Some(l) => median(&l.per_run_percent_of_dataset).unwrap_or(0.0),
+                        None => b.residency.median_percent,
+                    },
                     sd,
                     if b.valid {
                         String::new()

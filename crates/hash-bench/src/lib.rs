@@ -23,7 +23,9 @@
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
 //! - [`link`]: a network link emulated between pipes (delay, bandwidth cap, byte
-//!   counts); [`mount`]: an sshfs mount whose SFTP traffic crosses such a link.
+//!   counts); [`mount`]: an sshfs mount whose SFTP traffic crosses such a link;
+//!   [`location`] and [`net`]: a sweep's data read over such a mount, remounted before
+//!   every cold run, each run proved cold or warm by the bytes that crossed.
 
 pub mod cache;
 pub mod chart;
@@ -32,10 +34,12 @@ pub mod compare;
 pub mod gen;
 pub mod hyperfine;
 pub mod link;
+pub mod location;
 pub mod machine;
 pub mod manifest;
 pub mod maxrss;
 pub mod mount;
+pub mod net;
 pub mod plan;
 pub mod progress;
 pub mod race;

@@ -15,8 +15,8 @@ use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PlanOptions};
 use hash_bench::util::{human_bytes, human_secs};
 use hash_bench::{
-    chart, collect, compare, link, machine, manifest, maxrss, mount, plan::programs, race, refs,
-    results, spec, verify,
+    chart, collect, compare, link, machine, manifest, maxrss, mount, net, plan::programs, race,
+    refs, results, spec, verify,
 };
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
@@ -93,6 +93,27 @@ enum Cmd {
     /// Mount a directory over sshfs with an emulated network link between client and
     /// server (no sshd: OpenSSH's sftp-server on pipes); runs until SIGINT/SIGTERM.
     Mount(MountArgs),
+    /// Prepare a run of a planned benchmark on a network location: a fresh mount if
+    /// --remount (cold), and a sample of the link's byte counters in its link record.
+    NetPrepare {
+        /// Work directory of the plan.
+        #[arg(long)]
+        work: PathBuf,
+        /// Benchmark id.
+        #[arg(long)]
+        id: String,
+        /// Replace the mount with a fresh one (a cold run).
+        #[arg(long)]
+        remount: bool,
+    },
+    /// Check that a network location can be mounted here (sshfs, sftp-server, FUSE).
+    NetCheck,
+    /// Stop the mount of a network plan's work directory, if one runs.
+    NetStop {
+        /// Work directory of the plan.
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Draw SVG charts of results files: throughput per dataset and cache state, -j scaling.
     Chart {
         /// Results files or directories of them.
@@ -142,7 +163,7 @@ fn gen(a: GenArgs) -> Result<()> {
         Some(work) => {
             let plan = plan::read(work)?;
             let specs = plan.datasets.iter().map(|d| d.spec_path.clone()).collect();
-            (specs, PathBuf::from(plan.data_root))
+            (specs, plan.source_root().to_owned())
         }
         None => (a.specs, a.root),
     };
@@ -306,7 +327,10 @@ fn maxrss(a: MaxrssArgs) -> Result<()> {
                 .find(|b| b.id == id)
                 .with_context(|| format!("no benchmark {id} in the plan"))?;
             let root = Path::new(&plan.data_root);
-            let before = if b.cache == Cache::Cold {
+            let before = if b.cache == Cache::Cold && plan.location.is_network() {
+                net::remount(&plan, &work, &b.dataset)?;
+                "remount"
+            } else if b.cache == Cache::Cold {
                 let files = cache::walk_files(&root.join(&b.dataset))?;
                 cache::evict(&files, plan.eviction)?;
                 "evict"
@@ -641,6 +665,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Warm(a) => warm(a),
         Cmd::FsCheck(a) => fs_check(a),
         Cmd::Maxrss(a) => maxrss(a),
+        Cmd::NetPrepare { work, id, remount } => net::prepare(&work, &id, remount),
+        Cmd::NetCheck => mount::preflight().map(drop),
+        Cmd::NetStop { work } => hash_bench::location::Daemon::of(&work).stop().map(drop),
         Cmd::Ceiling(a) => ceiling(a),
         Cmd::ReadFloor(a) => read_floor(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),

@@ -128,7 +128,7 @@ fn describe(f: &LinkFigures) -> String {
 }
 
 /// The tools and the device a mount needs; `sshfs`'s path.
-fn preflight() -> Result<PathBuf> {
+pub fn preflight() -> Result<PathBuf> {
     let sshfs = which::which("sshfs")
         .map_err(|_| anyhow::anyhow!("sshfs is not installed (install the package sshfs)"))?;
     if !Path::new(SFTP_SERVER).exists() {
@@ -266,7 +266,10 @@ impl Mounted {
         let mut server = spawn(Command::new(SFTP_SERVER), server_in, server_out)
             .with_context(|| format!("starting {SFTP_SERVER}"))?;
         let mut cmd = Command::new(sshfs);
-        cmd.args(["-f", "-o", "passive"])
+        // auto_cache keeps a file's pages across opens while its size and mtime are
+        // unchanged, as NFS's close-to-open caching does; sshfs's default drops them at
+        // every open, so no run over it could ever be warm.
+        cmd.args(["-f", "-o", "passive,auto_cache"])
             .arg(format!(":{}", source.display()))
             .arg(mountpoint);
         let client = match spawn(cmd, client_in, client_out) {

@@ -23,6 +23,7 @@ use hash_core::Strategy;
 
 use crate::cache::EvictMethod;
 use crate::gen::read_marker;
+use crate::location::{self, Location, LocationInfo};
 use crate::spec::{self, totals, Spec};
 use crate::util::{hex, human_bytes, human_secs, sh_join, version_line, which};
 
@@ -30,7 +31,7 @@ pub mod programs;
 use programs::{Def, Group, Program, RunPolicy};
 
 /// Version of `plan.json`'s layout (internal to one run, but checked on resume).
-pub const PLAN_VERSION: u32 = 2;
+pub const PLAN_VERSION: u32 = 3;
 
 /// Datasets with at least this many files are scale tests: only the hashrace programs
 /// run on them, at their default `-j`, [`SCALE_RUNS`] times (peers, Python and
@@ -284,8 +285,13 @@ pub struct Plan {
     pub commit: Option<String>,
     /// Commit of the harness repository, if different from `commit`.
     pub harness_commit: Option<String>,
-    /// Directory holding the datasets; commands run there.
+    /// Directory holding the datasets as the programs see them; commands run there. On
+    /// a network location, the mount point (the data itself is `location.source_root`).
     pub data_root: String,
+    /// Where the data is read from.
+    pub location: LocationInfo,
+    /// Memory limit of the cgroup every timed command runs in, bytes (`None`: none).
+    pub memory_limit_bytes: Option<u64>,
     /// Directory holding the hashrace binaries.
     pub bin_dir: String,
     /// The hash-bench binary used in prepare commands.
@@ -310,6 +316,14 @@ pub struct Plan {
     pub verify_estimate_s: f64,
     /// Estimated time of all benchmarks, seconds.
     pub estimate_s: f64,
+}
+
+impl Plan {
+    /// Where the generated data is on disk (the data root, unless it is served over a
+    /// network location's mount).
+    pub fn source_root(&self) -> &Path {
+        Path::new(&self.location.source_root)
+    }
 }
 
 /// Which peers to race.
@@ -394,6 +408,18 @@ pub struct PlanOptions {
     /// Leave out the Python reference programs (raced when python3 is installed).
     #[arg(long = "no-python", action = clap::ArgAction::SetFalse)]
     pub python: bool,
+    /// Where the programs read the data: local, or over an emulated network (lan, wan,
+    /// raw: an sshfs mount of the data root).
+    #[arg(long, value_enum, default_value = "local")]
+    pub location: Location,
+    /// Run every timed command in a memory cgroup of this size (e.g. 256M), smaller
+    /// than the datasets, so that the page cache cannot hold them.
+    #[arg(long, value_parser = parse_memory_limit)]
+    pub memory_limit: Option<u64>,
+}
+
+fn parse_memory_limit(s: &str) -> Result<u64, String> {
+    crate::cgroup::parse_size(s)
 }
 
 impl PlanOptions {
@@ -663,8 +689,9 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     let datasets = datasets(o)?;
 
     let runs = o.sweep.runs();
-    let data_root = std::fs::canonicalize(&o.data_root)
+    let source_root = std::fs::canonicalize(&o.data_root)
         .with_context(|| format!("data directory {}", o.data_root.display()))?;
+    let (location, data_root) = location::plan_location(o.location, &source_root, &o.work_parent);
     let hb = hash_bench.display().to_string();
     let mut plan = Plan {
         plan_version: PLAN_VERSION,
@@ -674,6 +701,8 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         commit: git_commit(&o.bin_dir).or_else(|| git_commit(&o.repo)),
         harness_commit: None,
         data_root: data_root.display().to_string(),
+        location,
+        memory_limit_bytes: o.memory_limit,
         bin_dir: o.bin_dir.display().to_string(),
         hash_bench: hb.clone(),
         jobs: jobs.clone(),
@@ -696,6 +725,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         cores,
         runs,
         script: script.display().to_string(),
+        link: plan.location.link.clone(),
     };
     let (benchmarks, verify_estimate) = entries(&datasets, &programs, &shape)?;
     plan.benchmarks = benchmarks;
@@ -711,7 +741,11 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     // they follow from the fields hashed above, so they need not be part of the id.
     let work = work_dir(&o.work_parent, &plan);
     for b in &mut plan.benchmarks {
-        b.prepare = prepare_command(&hb, &work, b, o.eviction);
+        b.prepare = if plan.location.is_network() {
+            net_prepare_command(&hb, &work, b)
+        } else {
+            prepare_command(&hb, &work, b, o.eviction)
+        };
     }
     Ok(plan)
 }
@@ -733,6 +767,8 @@ struct Shape<'a> {
     cores: u32,
     runs: Runs,
     script: String,
+    /// The network link, on a network location.
+    link: Option<crate::link::LinkFigures>,
 }
 
 /// The benchmarks: per dataset, warm then cold, programs in report order, jobs
@@ -761,7 +797,14 @@ fn entries(
                 if p.warm_only && cache == Cache::Cold {
                     continue;
                 }
-                for (j, default_jobs) in p.variants(shape.jobs, shape.cores, scale) {
+                let mut variants = p.variants(shape.jobs, shape.cores, scale);
+                // On a network, the read floor with one request in flight is the
+                // yardstick of every serial reader.
+                if shape.link.is_some() && p.info.name == programs::READ_FLOOR {
+                    variants.insert(0, (Some(1), false));
+                    variants.dedup();
+                }
+                for (j, default_jobs) in variants {
                     let argv = p.argv(j, d, &spec_path, &shape.script, shape.cores)?;
                     benchmarks.push(entry(p, d, cache, (j, default_jobs), argv, shape));
                     if verified(&p.info) && cache == d.caches[0] {
@@ -791,7 +834,10 @@ fn entry(
         (None, true) => format!("{name}.{}.{}-jdefault", cache.name(), p.info.name),
         (None, false) => format!("{name}.{}.{}", cache.name(), p.info.name),
     };
-    let exec = p.exec_estimate(j, cache, d, cores);
+    let mut exec = p.exec_estimate(j, cache, d, cores);
+    if let Some(link) = &shape.link {
+        exec += network_estimate(link, cache, d, j.unwrap_or(if default_jobs { cores } else { 1 }));
+    }
     let n = timed_runs(p, cache, scale, runs, exec);
     let per_run = exec + prepare_estimate(cache, d);
     let warm_step = if cache == Cache::Warm {
@@ -817,6 +863,42 @@ fn entry(
         prepare: String::new(),
         estimate_s: estimate,
     }
+}
+
+/// What a network adds to a run, seconds: the data at the link's rate and a few round
+/// trips per file spread over the requests in flight (cold); FUSE's cost per file (warm).
+fn network_estimate(link: &crate::link::LinkFigures, cache: Cache, d: &PlanDataset, inflight: u32) -> f64 {
+    let files = d.files as f64;
+    match cache {
+        Cache::Warm => files * 60e-6,
+        Cache::Cold => {
+            let rate = link.rate_bytes_per_sec.map_or(300e6, |r| r as f64);
+            let per_file = 3.0 * link.rtt_ms / 1000.0 + 300e-6;
+            d.bytes as f64 / rate + files * per_file / f64::from(inflight.max(1)) + 0.3
+        }
+    }
+}
+
+/// hyperfine's `--prepare` for `b` on a network location: a fresh mount (cold) or the
+/// link's counters only (warm), appended to the benchmark's link record.
+fn net_prepare_command(hb: &str, work: &Path, b: &PlanEntry) -> String {
+    let mut prep = vec![
+        hb.to_string(),
+        "net-prepare".into(),
+        "--work".into(),
+        work.display().to_string(),
+        "--id".into(),
+        b.id.clone(),
+    ];
+    if b.cache == Cache::Cold {
+        prep.push("--remount".into());
+    }
+    sh_join(&prep)
+}
+
+/// Path of a benchmark's link record (network locations).
+pub fn link_record(work: &Path, id: &str) -> PathBuf {
+    work.join("raw").join(format!("{id}.link.jsonl"))
 }
 
 /// hyperfine's `--prepare` for `b`: evict (cold) or only measure (warm) the dataset,

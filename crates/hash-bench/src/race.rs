@@ -12,8 +12,13 @@
 //!    `--prepare` command, exporting to `<id>.hyperfine.json.part`, renamed once complete
 //!    (an export that exists is a finished benchmark).
 //!
-//! This loop lived in `scripts/bench.sh`, reading the plan as positional TSV columns and
-//! repeating the plan's constants; here it reads the typed plan.
+//! On a network location ([`crate::location`]), warm runs share one mount, read through
+//! it first; every cold run, the peak-RSS run included, gets a fresh mount; after the
+//! last run the link record is closed, and the mount is stopped when the race ends
+//! (by error too). With a memory limit, the peak-RSS run and hyperfine (with its
+//! prepares and runs) start in a memory cgroup of that size; a "warm" run is then the
+//! page cache the cgroup kept from the run before, so the data is evicted instead of
+//! read in first.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -23,7 +28,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::cache::{self, Residency};
-use crate::plan::{self, Cache, PlanEntry};
+use crate::cgroup::MemoryCgroup;
+use crate::location::Daemon;
+use crate::plan::{self, Cache, Plan, PlanEntry};
 
 /// Read `paths` (recursively) into the page cache; fail unless at least `min_percent`
 /// of their pages end up resident.
@@ -61,6 +68,48 @@ fn estimate(b: &PlanEntry) -> u64 {
 /// `hyperfine` the hyperfine executable.
 pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
     let plan = plan::read(work)?;
+    let cgroup = match plan.memory_limit_bytes {
+        Some(limit) => Some(MemoryCgroup::create(limit).context("--memory-limit")?),
+        None => None,
+    };
+    if let Some(g) = &cgroup {
+        println!("timed commands run in {}", g.describe());
+    }
+    let result = race_plan(&plan, work, hash_bench, hyperfine, cgroup.as_ref());
+    if plan.location.is_network() {
+        // Whatever happened: no mount outlives the race.
+        Daemon::of(work).stop()?;
+    }
+    result
+}
+
+/// Ready the data for the untimed run of `b`: warm it in (through the mount on a
+/// network), or evict it when a memory limit makes warm mean "what the cgroup kept".
+fn ready(plan: &Plan, work: &Path, b: &PlanEntry) -> Result<()> {
+    let data = Path::new(&plan.data_root).join(&b.dataset);
+    if plan.location.is_network() && b.cache == Cache::Warm {
+        crate::net::serve(plan, work, &b.dataset)?;
+    }
+    match (b.cache, plan.memory_limit_bytes) {
+        (Cache::Warm, None) => {
+            warm(&[data.clone()], plan.warm_min_resident_percent)
+                .with_context(|| data.display().to_string())?;
+        }
+        (Cache::Warm, Some(_)) => {
+            cache::evict(&cache::walk_files(&data)?, plan.eviction)?;
+        }
+        (Cache::Cold, _) => {}
+    }
+    Ok(())
+}
+
+fn race_plan(
+    plan: &Plan,
+    work: &Path,
+    hash_bench: &Path,
+    hyperfine: &OsStr,
+    cgroup: Option<&MemoryCgroup>,
+) -> Result<()> {
     let root = Path::new(&plan.data_root);
     let total = plan.benchmarks.len();
     let mut left: u64 = plan
@@ -85,12 +134,13 @@ pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
             fmt_secs(start.elapsed().as_secs()),
             fmt_secs(left)
         );
-        if b.cache == Cache::Warm {
-            warm(&[root.join(&b.dataset)], plan.warm_min_resident_percent)
-                .with_context(|| root.join(&b.dataset).display().to_string())?;
-        }
+        ready(plan, work, b)?;
         // The untimed peak-RSS run (evicted first when cold) doubles as the warm-up run.
-        let status = Command::new(hash_bench)
+        let mut rss_run = Command::new(hash_bench);
+        if let Some(g) = cgroup {
+            g.attach(&mut rss_run);
+        }
+        let status = rss_run
             .arg("maxrss")
             .arg("--work")
             .arg(work)
@@ -102,19 +152,27 @@ pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
         if !status.success() {
             bail!("{}: the peak-RSS run failed ({status})", b.id);
         }
-        let record = plan::residency_record(work, &b.id);
-        match std::fs::remove_file(&record) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(e).with_context(|| format!("removing {}", record.display()))
+        for record in [
+            plan::residency_record(work, &b.id),
+            plan::link_record(work, &b.id),
+        ] {
+            match std::fs::remove_file(&record) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing {}", record.display()))
+                }
+                _ => {}
             }
-            _ => {}
         }
         let export = plan::export_path(work, &b.id);
         let mut part = OsString::from(export.as_os_str());
         part.push(".part");
         let part = PathBuf::from(part);
         // stdin from /dev/null: hyperfine and the programs must not read the terminal.
-        let status = Command::new(hyperfine)
+        let mut timed = Command::new(hyperfine);
+        if let Some(g) = cgroup {
+            g.attach(&mut timed);
+        }
+        let status = timed
             .current_dir(root)
             .stdin(Stdio::null())
             .arg("-N")
@@ -128,6 +186,9 @@ pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
             .with_context(|| format!("running {}", hyperfine.to_string_lossy()))?;
         if !status.success() {
             bail!("{}: hyperfine failed ({status})", b.id);
+        }
+        if plan.location.is_network() {
+            crate::net::finish(work, &b.id)?;
         }
         std::fs::rename(&part, &export)
             .with_context(|| format!("renaming {} to {}", part.display(), export.display()))?;

@@ -24,6 +24,7 @@ use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::EvictMethod;
+use crate::location::LocationInfo;
 use crate::machine::Machine;
 use crate::plan::{Cache, Kind, ProgramInfo, Runs};
 use crate::spec::Spec;
@@ -109,6 +110,26 @@ pub struct Settings {
     pub bin_dir: String,
     /// How peak RSS was measured.
     pub rss_method: String,
+    /// Where the data was read from (absent: the local `data_root`, as in files that
+    /// predate network locations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<LocationInfo>,
+    /// The memory cgroup limit every timed command ran under, bytes (absent: none). A
+    /// warm run under a limit starts with what the cgroup's page cache kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+}
+
+/// What crossed the emulated link in each timed run of a benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    /// Bytes from server to client (the data, and replies), per timed run.
+    pub per_run_to_client_bytes: Vec<u64>,
+    /// Bytes from client to server (requests), per timed run.
+    pub per_run_to_server_bytes: Vec<u64>,
+    /// `per_run_to_client_bytes` as a share of the dataset's bytes, percent: at least
+    /// 95 for a valid cold run, at most 5 for a valid warm one.
+    pub per_run_percent_of_dataset: Vec<f64>,
 }
 
 /// A dataset as measured.
@@ -210,8 +231,12 @@ pub struct BenchmarkResult {
     /// `settings.rss_method`). `null` in v1 files.
     #[serde(default)]
     pub peak_rss_tree_kib: Option<u64>,
-    /// Residency of the dataset measured just before each timed run.
+    /// Residency of the dataset measured just before each timed run (on a network
+    /// location, a cold run's fresh mount is 0 % by construction; `link` proves it).
     pub residency: ResidencySummary,
+    /// Bytes each timed run moved over the emulated link (network locations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkSummary>,
     /// Whether the numbers are trustworthy: exit codes all 0 and residency as required.
     pub valid: bool,
     /// Why not, when `valid` is false.
@@ -429,17 +454,26 @@ fn check_validity(b: &BenchmarkResult, settings: &Settings) -> Result<()> {
         Cache::Cold => resident
             .iter()
             .any(|p| *p > settings.cold_max_resident_percent),
-        Cache::Warm => resident
-            .iter()
-            .any(|p| *p < settings.warm_min_resident_percent),
+        // Under a memory limit, a warm run is whatever the cgroup kept.
+        Cache::Warm => {
+            settings.memory_limit_bytes.is_none()
+                && resident
+                    .iter()
+                    .any(|p| *p < settings.warm_min_resident_percent)
+        }
+    };
+    let moved = b.link.iter().flat_map(|l| &l.per_run_percent_of_dataset);
+    let wrong_link = match b.cache {
+        Cache::Cold => moved.clone().any(|p| *p < crate::net::COLD_MIN_LINK_PERCENT),
+        Cache::Warm => moved.clone().any(|p| *p > crate::net::WARM_MAX_LINK_PERCENT),
     };
     ensure!(
         b.valid == b.flags.is_empty(),
         "valid must be true exactly when there are no flags"
     );
     ensure!(
-        !(failed || wrong_residency) || !b.valid,
-        "marked valid despite bad exit codes or residency"
+        !(failed || wrong_residency || wrong_link) || !b.valid,
+        "marked valid despite bad exit codes, residency or link bytes"
     );
     Ok(())
 }

@@ -49,6 +49,7 @@ pub fn upgrade(old: &Results, base: &Path) -> Result<Results> {
     let limits = Limits {
         cold_max_resident_percent: old.settings.cold_max_resident_percent,
         warm_min_resident_percent: old.settings.warm_min_resident_percent,
+        warm_max_resident_percent: None,
     };
     let mut new = old.clone();
     new.schema_version = SCHEMA_VERSION;

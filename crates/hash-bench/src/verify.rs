@@ -59,6 +59,9 @@ pub fn verify(plan: &Plan, work: &Path, dataset: &str) -> Result<Verified> {
     if commands.is_empty() {
         bail!("no hashrace command runs on {dataset}");
     }
+    if plan.location.is_network() {
+        crate::net::serve(plan, work, dataset)?;
+    }
     let mut outputs: Vec<(String, Vec<u8>)> = Vec::new();
     for (cmd, argv) in &commands {
         eprintln!("  verify {dataset}: {cmd}");

@@ -22,6 +22,9 @@ use crate::util::sh_quote;
 /// small files. The one place to change it.
 pub const READ_FLOOR_EXTRA_JOBS: [u32; 1] = [64];
 
+/// Name of the read-floor reference rows.
+pub const READ_FLOOR: &str = "ref-read-floor";
+
 /// The hashrace binaries, one per [`Strategy`], in the order they are reported.
 pub fn hashers() -> Vec<String> {
     Strategy::ALL.iter().map(|s| hasher_binary(*s)).collect()
@@ -282,7 +285,7 @@ pub const TABLE: &[Def] = &[
             io_uncapped: true,
             ..cost(5.0e9, 8e-6, true, 0.005)
         };
-        let mut d = Def::limit("ref-read-floor", Invocation::ReadFloor, floor).reference("none");
+        let mut d = Def::limit(READ_FLOOR, Invocation::ReadFloor, floor).reference("none");
         d.jobs = JobsRule::ReadFloor;
         d.runs = RunPolicy::Peer;
         d.warm_only = false;
