@@ -8,7 +8,8 @@
 //! - [`spec`] and [`gen`]: dataset specs and their deterministic, parallel, idempotent
 //!   generation; [`manifest`]: the `sha256sum`-style manifest and its digest.
 //! - [`cache`]: page-cache eviction (`posix_fadvise`), residency (`mincore`) and the
-//!   "is this filesystem able to go cold" check.
+//!   "is this filesystem able to go cold" check; [`cgroup`]: a memory cgroup smaller than
+//!   the dataset for timed commands, so that the page cache cannot hold it.
 //! - [`maxrss`]: peak RSS of a command and of its process tree (hyperfine 1.x does not
 //!   record it).
 //! - [`refs`]: the reference rows: in-memory SHA-256 ceiling and the read floor.
@@ -28,6 +29,7 @@
 //!   every cold run, each run proved cold or warm by the bytes that crossed.
 
 pub mod cache;
+pub mod cgroup;
 pub mod chart;
 pub mod collect;
 pub mod compare;
