@@ -18,8 +18,7 @@ use crate::maxrss::RssSample;
 use crate::plan::{self, Cache, Kind, Plan, PlanDataset, PlanEntry};
 use crate::results::{
     validate, BenchmarkResult, DatasetResult, LinkSummary, ResidencySummary, Results, Settings,
-    Toolchain,
-    SCHEMA_VERSION,
+    Toolchain, SCHEMA_VERSION,
 };
 use crate::util::{median, utc_stamps, version_line};
 use crate::verify::{record_path, Verified};
@@ -383,7 +382,12 @@ pub fn destination(out: &Path, results: &Results) -> PathBuf {
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
     let mut name = format!("{host}-{stamp}-{}", results.sweep);
-    if let Some(l) = results.settings.location.as_ref().filter(|l| l.is_network()) {
+    if let Some(l) = results
+        .settings
+        .location
+        .as_ref()
+        .filter(|l| l.is_network())
+    {
         name = format!("{name}-{}", l.name);
     }
     if let Some(m) = results.settings.memory_limit_bytes {
@@ -472,7 +476,11 @@ pub fn table(r: &Results) -> String {
         let cap = l
             .rate_mibps
             .map_or("no cap".to_string(), |m| format!("{m:.1} MiB/s cap"));
-        let _ = writeln!(s, "link: {} ms RTT, {cap}; 'link%': the share of the data that crossed it", l.rtt_ms);
+        let _ = writeln!(
+            s,
+            "link: {} ms RTT, {cap}; 'link%': the share of the data that crossed it",
+            l.rtt_ms
+        );
     }
     if let Some(m) = r.settings.memory_limit_bytes {
         let _ = writeln!(
@@ -623,6 +631,8 @@ mod tests {
             repo: bins,
             work_parent: t.path().join("w"),
             python: false,
+            location: crate::location::Location::Local,
+            memory_limit: None,
         };
         let plan = plan::build(&o).unwrap();
         let work = plan::work_dir(&o.work_parent, &plan);

@@ -106,7 +106,11 @@ impl LocationInfo {
 
 /// The plan's location, and the directory its commands run in (the mount point on a
 /// network, which lives beside the work directories).
-pub fn plan_location(loc: Location, data_root: &Path, work_parent: &Path) -> (LocationInfo, PathBuf) {
+pub fn plan_location(
+    loc: Location,
+    data_root: &Path,
+    work_parent: &Path,
+) -> (LocationInfo, PathBuf) {
     let Some(profile) = loc.profile() else {
         return (LocationInfo::local(data_root), data_root.to_owned());
     };
@@ -212,7 +216,9 @@ impl Daemon {
     pub fn serves(&self, mountpoint: &Path) -> bool {
         self.running().is_some()
             && fs::read_to_string(self.mountpoint_file()).is_ok_and(|m| Path::new(&m) == mountpoint)
-            && mountpoint.canonicalize().is_ok_and(|p| mount::is_mounted(&p))
+            && mountpoint
+                .canonicalize()
+                .is_ok_and(|p| mount::is_mounted(&p))
     }
 
     fn mountpoint_file(&self) -> PathBuf {
@@ -221,14 +227,24 @@ impl Daemon {
 
     /// The pid of a running daemon, if there is one.
     fn running(&self) -> Option<i32> {
-        let pid: i32 = fs::read_to_string(self.pid_file()).ok()?.trim().parse().ok()?;
+        let pid: i32 = fs::read_to_string(self.pid_file())
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         alive(pid).then_some(pid)
     }
 
     /// Start `hash-bench mount` serving `source` at `mountpoint` over `profile`, in a
     /// session of its own (a Ctrl-C in the terminal is not its to see: `stop` ends it),
     /// and wait until it is mounted.
-    pub fn start(&self, hash_bench: &Path, profile: &str, source: &Path, mountpoint: &Path) -> Result<()> {
+    pub fn start(
+        &self,
+        hash_bench: &Path,
+        profile: &str,
+        source: &Path,
+        mountpoint: &Path,
+    ) -> Result<()> {
         self.stop()?;
         fs::create_dir_all(&self.dir)?;
         fs::create_dir_all(mountpoint)?;
@@ -244,9 +260,14 @@ impl Daemon {
             .stderr(log);
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
-        let mut child = cmd.spawn().with_context(|| format!("starting {}", hash_bench.display()))?;
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", hash_bench.display()))?;
         fs::write(self.pid_file(), format!("{}\n", child.id()))?;
-        fs::write(self.mountpoint_file(), mountpoint.as_os_str().as_encoded_bytes())?;
+        fs::write(
+            self.mountpoint_file(),
+            mountpoint.as_os_str().as_encoded_bytes(),
+        )?;
         let deadline = Instant::now() + START_WAIT;
         let mp = mountpoint.canonicalize()?;
         while !(mount::is_mounted(&mp) && self.counters_file().exists()) {
@@ -288,7 +309,10 @@ impl Daemon {
     /// The counters now, once every byte of the run that just ended is in them.
     pub fn counters(&self) -> Result<Bytes> {
         if self.running().is_none() {
-            bail!("the mount is not running (see {})", self.log_file().display());
+            bail!(
+                "the mount is not running (see {})",
+                self.log_file().display()
+            );
         }
         std::thread::sleep(COUNTERS_SETTLE);
         read_counters(&self.counters_file())

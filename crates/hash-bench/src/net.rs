@@ -73,7 +73,10 @@ pub fn prepare(work: &Path, id: &str, fresh: bool) -> Result<()> {
         let empty = Residency {
             files: files.len() as u64,
             resident_pages: 0,
-            total_pages: files.iter().map(|f| f.size.div_ceil(cache::page_size())).sum(),
+            total_pages: files
+                .iter()
+                .map(|f| f.size.div_ceil(cache::page_size()))
+                .sum(),
         };
         ("remount", end, daemon.counters()?, empty)
     } else {
@@ -86,14 +89,19 @@ pub fn prepare(work: &Path, id: &str, fresh: bool) -> Result<()> {
     record(work, id, action, previous_end, start)
 }
 
-
 /// Close a benchmark's link record after its last run (the mount stays up).
 pub fn finish(work: &Path, id: &str) -> Result<()> {
     let now = Daemon::of(work).counters()?;
     record(work, id, "end", Some(now), now)
 }
 
-fn record(work: &Path, id: &str, action: &str, previous_end: Option<Bytes>, start: Bytes) -> Result<()> {
+fn record(
+    work: &Path,
+    id: &str,
+    action: &str,
+    previous_end: Option<Bytes>,
+    start: Bytes,
+) -> Result<()> {
     let s = LinkSample {
         unix_time_s: crate::util::unix_now(),
         action: action.into(),
@@ -127,24 +135,24 @@ pub fn link_flags(moved: &[Bytes], cache: Cache, dataset_bytes: u64) -> Vec<Stri
     flags
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{self, Residency, ResidencySample};
-use crate::location::tests::b;
+    use crate::location::tests::b;
 
     #[test]
     fn cold_runs_must_move_the_data_and_warm_runs_must_not() {
         let moved = [b(96), b(94)];
         let flags = link_flags(&moved, Cache::Cold, 100);
         assert_eq!(flags.len(), 1, "{flags:?}");
-        assert!(flags[0].starts_with("cold run 2 moved only 94.0 %"), "{flags:?}");
+        assert!(
+            flags[0].starts_with("cold run 2 moved only 94.0 %"),
+            "{flags:?}"
+        );
         let moved = [b(5), b(6)];
         let flags = link_flags(&moved, Cache::Warm, 100);
         assert_eq!(flags.len(), 1, "{flags:?}");
         assert!(flags[0].starts_with("warm run 2 moved 6.0 %"), "{flags:?}");
         assert!(link_flags(&[b(0)], Cache::Cold, 0).is_empty());
     }
-
 }

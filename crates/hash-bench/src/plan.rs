@@ -836,7 +836,12 @@ fn entry(
     };
     let mut exec = p.exec_estimate(j, cache, d, cores);
     if let Some(link) = &shape.link {
-        exec += network_estimate(link, cache, d, j.unwrap_or(if default_jobs { cores } else { 1 }));
+        exec += network_estimate(
+            link,
+            cache,
+            d,
+            j.unwrap_or(if default_jobs { cores } else { 1 }),
+        );
     }
     let n = timed_runs(p, cache, scale, runs, exec);
     let per_run = exec + prepare_estimate(cache, d);
@@ -867,7 +872,12 @@ fn entry(
 
 /// What a network adds to a run, seconds: the data at the link's rate and a few round
 /// trips per file spread over the requests in flight (cold); FUSE's cost per file (warm).
-fn network_estimate(link: &crate::link::LinkFigures, cache: Cache, d: &PlanDataset, inflight: u32) -> f64 {
+fn network_estimate(
+    link: &crate::link::LinkFigures,
+    cache: Cache,
+    d: &PlanDataset,
+    inflight: u32,
+) -> f64 {
     let files = d.files as f64;
     match cache {
         Cache::Warm => files * 60e-6,
@@ -1058,11 +1068,57 @@ mod tests {
             repo: bins.to_path_buf(),
             work_parent: work.to_path_buf(),
             python: false,
+            location: crate::location::Location::Local,
+            memory_limit: None,
         }
     }
 
     fn cores() -> u32 {
         std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+    }
+
+    #[test]
+    fn a_network_plan_runs_in_its_mount_directory_and_remounts_before_cold_runs() {
+        let t = tempfile::tempdir().unwrap();
+        fake_bins(t.path());
+        let mut o = options(t.path(), t.path(), Path::new("/w"));
+        o.location = Location::Wan;
+        let plan = build(&o).unwrap();
+        assert_eq!(plan.data_root, "/w/mnt-wan");
+        assert_eq!(plan.source_root(), t.path().canonicalize().unwrap());
+        assert_eq!(plan.location.link.as_ref().unwrap().rtt_ms, 20.0);
+        let find = |id: &str| {
+            plan.benchmarks
+                .iter()
+                .find(|b| b.id == id)
+                .unwrap_or_else(|| panic!("no {id}"))
+        };
+        let cold = find("shards.cold.hash-serial");
+        assert!(
+            cold.prepare.contains(" net-prepare ") && cold.prepare.ends_with("--remount"),
+            "{}",
+            cold.prepare
+        );
+        let warm = find("shards.warm.hash-serial");
+        assert!(
+            warm.prepare.contains(" net-prepare ") && !warm.prepare.contains("--remount"),
+            "{}",
+            warm.prepare
+        );
+        // The read floor with one request in flight, on a network only.
+        find("small.cold.ref-read-floor-j1");
+        let local = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
+        assert!(!local
+            .benchmarks
+            .iter()
+            .any(|b| b.id == "small.cold.ref-read-floor-j1"));
+        // Round trips make the same sweep slower on a network, and the plan says so.
+        assert!(
+            plan.estimate_s > local.estimate_s * 1.5,
+            "{} vs {}",
+            plan.estimate_s,
+            local.estimate_s
+        );
     }
 
     #[test]

@@ -92,7 +92,7 @@ fn ready(plan: &Plan, work: &Path, b: &PlanEntry) -> Result<()> {
     }
     match (b.cache, plan.memory_limit_bytes) {
         (Cache::Warm, None) => {
-            warm(&[data.clone()], plan.warm_min_resident_percent)
+            warm(std::slice::from_ref(&data), plan.warm_min_resident_percent)
                 .with_context(|| data.display().to_string())?;
         }
         (Cache::Warm, Some(_)) => {
@@ -185,7 +185,14 @@ fn race_plan(
             .status()
             .with_context(|| format!("running {}", hyperfine.to_string_lossy()))?;
         if !status.success() {
-            bail!("{}: hyperfine failed ({status})", b.id);
+            let hint = match cgroup {
+                Some(g) => format!(
+                    "; under {}, a program killed by a signal most likely ran out of memory: raise --memory-limit",
+                    g.describe()
+                ),
+                None => String::new(),
+            };
+            bail!("{}: hyperfine failed ({status}){hint}", b.id);
         }
         if plan.location.is_network() {
             crate::net::finish(work, &b.id)?;

@@ -464,8 +464,12 @@ fn check_validity(b: &BenchmarkResult, settings: &Settings) -> Result<()> {
     };
     let moved = b.link.iter().flat_map(|l| &l.per_run_percent_of_dataset);
     let wrong_link = match b.cache {
-        Cache::Cold => moved.clone().any(|p| *p < crate::net::COLD_MIN_LINK_PERCENT),
-        Cache::Warm => moved.clone().any(|p| *p > crate::net::WARM_MAX_LINK_PERCENT),
+        Cache::Cold => moved
+            .clone()
+            .any(|p| *p < crate::net::COLD_MIN_LINK_PERCENT),
+        Cache::Warm => moved
+            .clone()
+            .any(|p| *p > crate::net::WARM_MAX_LINK_PERCENT),
     };
     ensure!(
         b.valid == b.flags.is_empty(),

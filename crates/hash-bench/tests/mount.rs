@@ -215,9 +215,11 @@ fn hashing_through_the_mount_matches_local_and_sigterm_cleans_up() {
         serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap();
     assert_eq!(c["running"], false);
     assert_eq!(c["link"]["profile"], "lan");
-    // Every binary read every file once at least: four times the tree came down.
+    // The tree came down once: the mount keeps pages across opens (auto_cache, like
+    // NFS's close-to-open caching), so the other three binaries read the page cache.
     let down = c["to_client_bytes"].as_u64().unwrap();
-    assert!(down >= 4 * ((2 << 20) + 100_000), "{c}");
+    let tree = (2 << 20) + 100_000;
+    assert!(down >= tree && down < 2 * tree, "{c}");
     assert!(c["to_server_bytes"].as_u64().unwrap() > 0, "{c}");
 }
 
