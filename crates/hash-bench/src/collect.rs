@@ -166,9 +166,10 @@ fn link_summary(
     let summary = LinkSummary {
         per_run_to_client_bytes: moved.iter().map(|m| m.to_client).collect(),
         per_run_to_server_bytes: moved.iter().map(|m| m.to_server).collect(),
+        per_run_data_bytes: moved.iter().map(|m| m.data).collect(),
         per_run_percent_of_dataset: moved
             .iter()
-            .map(|m| crate::location::percent(m.to_client, dataset_bytes))
+            .map(|m| crate::location::percent(m.proof(), dataset_bytes))
             .collect(),
     };
     Ok((summary, flags))
@@ -447,6 +448,34 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The lines under a table's heading that say where the data was read from and
+/// under which memory limit (none for a local sweep without a limit).
+fn conditions(r: &Results) -> String {
+    let mut s = String::new();
+    let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
+    if let Some(l) = r.settings.location.as_ref() {
+        let _ = writeln!(s, "location: {} ({})", l.name, l.access);
+    }
+    if let Some(l) = link {
+        let cap = l
+            .rate_mibps
+            .map_or("no cap".to_string(), |m| format!("{m:.1} MiB/s cap"));
+        let _ = writeln!(
+            s,
+            "link: {} ms RTT, {cap}; 'link%': the share of the data that crossed it",
+            l.rtt_ms
+        );
+    }
+    if let Some(m) = r.settings.memory_limit_bytes {
+        let _ = writeln!(
+            s,
+            "memory limit: {} (a cgroup around every timed command; warm = what it kept)",
+            crate::util::human_bytes(m)
+        );
+    }
+    s
+}
+
 /// The terminal table: each dataset × cache state, each program's median, MiB/s,
 /// files/s, speed relative to hash-serial, peak RSS and residency.
 pub fn table(r: &Results) -> String {
@@ -469,26 +498,7 @@ pub fn table(r: &Results) -> String {
         r.toolchain.hyperfine
     );
     let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
-    if let Some(l) = r.settings.location.as_ref() {
-        let _ = writeln!(s, "location: {} ({})", l.name, l.access);
-    }
-    if let Some(l) = link {
-        let cap = l
-            .rate_mibps
-            .map_or("no cap".to_string(), |m| format!("{m:.1} MiB/s cap"));
-        let _ = writeln!(
-            s,
-            "link: {} ms RTT, {cap}; 'link%': the share of the data that crossed it",
-            l.rtt_ms
-        );
-    }
-    if let Some(m) = r.settings.memory_limit_bytes {
-        let _ = writeln!(
-            s,
-            "memory limit: {} (a cgroup around every timed command; warm = what it kept)",
-            crate::util::human_bytes(m)
-        );
-    }
+    s.push_str(&conditions(r));
     for d in &r.datasets {
         for &cache in &d.caches {
             let _ = writeln!(

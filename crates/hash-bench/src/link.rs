@@ -165,6 +165,9 @@ pub struct Counters {
     pub to_server: AtomicU64,
     /// From the server to the client (replies, read data).
     pub to_client: AtomicU64,
+    /// Of `to_client`, the file data: the payload of SFTP `SSH_FXP_DATA` replies
+    /// (counted on shaped links only, whose relay sees the bytes; `raw` splices them).
+    pub to_client_data: AtomicU64,
 }
 
 impl Counters {
@@ -380,15 +383,72 @@ fn deliver_due(
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
     let mut to = File::from(to);
     let counter = way.counter(counters);
+    let mut frames = SftpFrames::default();
     for (due, bytes) in queue {
         sleep_until(due);
         match to.write_all(&bytes) {
-            Ok(()) => counter.fetch_add(bytes.len() as u64, Ordering::Relaxed),
+            Ok(()) => {
+                if let Way::ToClient = way {
+                    let data = frames.data_in(&bytes);
+                    counters.to_client_data.fetch_add(data, Ordering::Relaxed);
+                }
+                counter.fetch_add(bytes.len() as u64, Ordering::Relaxed)
+            }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
             Err(e) => return Err(e),
         };
     }
     Ok(())
+}
+
+/// SFTP's packets as they stream by: `uint32 length`, then `length` bytes whose first
+/// is the type. An `SSH_FXP_DATA` reply (type 103) is `type, uint32 id, string data`:
+/// its file data is `length - 9` bytes. Used to tell file data from the protocol's own
+/// bytes (handles, attributes, statuses), which a run over a warm mount still moves.
+#[derive(Debug, Default)]
+struct SftpFrames {
+    /// The header of the packet being read (length and type), and how much of it came.
+    header: [u8; 5],
+    have: usize,
+    /// Bytes of the current packet still to pass.
+    skip: u64,
+}
+
+/// `SSH_FXP_DATA`.
+const FXP_DATA: u8 = 103;
+
+impl SftpFrames {
+    /// File data in the packets whose header is in `bytes`.
+    fn data_in(&mut self, mut bytes: &[u8]) -> u64 {
+        let mut data = 0;
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let k = self.skip.min(bytes.len() as u64);
+                self.skip -= k;
+                bytes = &bytes[k as usize..];
+                continue;
+            }
+            let k = (5 - self.have).min(bytes.len());
+            self.header[self.have..self.have + k].copy_from_slice(&bytes[..k]);
+            self.have += k;
+            bytes = &bytes[k..];
+            if self.have == 5 {
+                let len = u32::from_be_bytes([
+                    self.header[0],
+                    self.header[1],
+                    self.header[2],
+                    self.header[3],
+                ]);
+                if self.header[4] == FXP_DATA && len >= 9 {
+                    data += u64::from(len) - 9;
+                }
+                // The type byte is part of the length.
+                self.skip = u64::from(len.saturating_sub(1));
+                self.have = 0;
+            }
+        }
+        data
+    }
 }
 
 fn sleep_until(t: Instant) {
@@ -501,6 +561,31 @@ mod tests {
         let counters = e.link.counters().clone();
         e.link.join().unwrap();
         assert_eq!(counters.snapshot(), (up.len() as u64, down.len() as u64));
+    }
+
+    #[test]
+    fn sftp_data_is_told_from_the_protocol_however_the_stream_is_cut() {
+        // A DATA reply of 10 bytes of file data, a STATUS reply, another DATA of 3.
+        let packet = |typ: u8, body: &[u8]| {
+            let mut p = ((body.len() + 1) as u32).to_be_bytes().to_vec();
+            p.push(typ);
+            p.extend_from_slice(body);
+            p
+        };
+        let data = |n: usize| {
+            let mut b = vec![0, 0, 0, 7];
+            b.extend_from_slice(&(n as u32).to_be_bytes());
+            b.extend(std::iter::repeat_n(0xAB, n));
+            b
+        };
+        let mut stream = packet(FXP_DATA, &data(10));
+        stream.extend(packet(101, &[0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]));
+        stream.extend(packet(FXP_DATA, &data(3)));
+        for cut in 1..stream.len() {
+            let mut f = SftpFrames::default();
+            let total: u64 = stream.chunks(cut).map(|c| f.data_in(c)).sum();
+            assert_eq!(total, 13, "chunks of {cut}");
+        }
     }
 
     #[test]

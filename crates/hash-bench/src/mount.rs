@@ -65,6 +65,10 @@ pub struct CountersFile {
     pub to_server_bytes: u64,
     /// Bytes delivered from the server to the client: replies and read data.
     pub to_client_bytes: u64,
+    /// Of those, file data (SFTP `SSH_FXP_DATA` payloads); `null` where the relay does
+    /// not see the bytes (`raw`, `--direct`).
+    #[serde(default)]
+    pub to_client_data_bytes: Option<u64>,
     /// Whether the mount was still up when the file was written (`false`: final).
     pub running: bool,
     /// The link the bytes crossed.
@@ -237,6 +241,8 @@ struct Mounted {
     /// The link's counters (zero when direct), still readable once the link is joined.
     bytes: Arc<Counters>,
     figures: LinkFigures,
+    /// Whether the link is unshaped (it splices, so it cannot count file data).
+    figures_raw: bool,
     counters: Option<PathBuf>,
     /// Whether the mount was seen in the table (so it is ours to unmount).
     seen: bool,
@@ -287,6 +293,7 @@ impl Mounted {
             link: None,
             bytes: Arc::default(),
             figures: LinkFigures::new(o.profile, o.shape),
+            figures_raw: o.shape.is_raw(),
             counters: o.counters.clone(),
             seen: false,
         };
@@ -357,10 +364,16 @@ impl Mounted {
             return Ok(());
         };
         let (to_server_bytes, to_client_bytes) = self.counts();
+        let shaped = self.link.is_some() && !self.figures_raw;
         let c = CountersFile {
             version: 1,
             to_server_bytes,
             to_client_bytes,
+            to_client_data_bytes: shaped.then(|| {
+                self.bytes
+                    .to_client_data
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            }),
             running,
             link: self.figures.clone(),
         };
@@ -464,6 +477,7 @@ mod tests {
             version: 1,
             to_server_bytes: 10,
             to_client_bytes: 20,
+            to_client_data_bytes: Some(12),
             running: false,
             link: LinkFigures::new(Profile::Lan, Profile::Lan.shape()),
         };

@@ -127,8 +127,12 @@ pub struct LinkSummary {
     pub per_run_to_client_bytes: Vec<u64>,
     /// Bytes from client to server (requests), per timed run.
     pub per_run_to_server_bytes: Vec<u64>,
-    /// `per_run_to_client_bytes` as a share of the dataset's bytes, percent: at least
-    /// 95 for a valid cold run, at most 5 for a valid warm one.
+    /// Of `per_run_to_client_bytes`, the file data (SFTP `SSH_FXP_DATA` payloads), per
+    /// timed run; absent where the link could not tell (`raw`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_run_data_bytes: Option<Vec<u64>>,
+    /// The file data (else everything to the client) as a share of the dataset's
+    /// bytes, percent: at least 95 for a valid cold run, at most 5 for a valid warm one.
     pub per_run_percent_of_dataset: Vec<f64>,
 }
 

@@ -245,6 +245,9 @@ fn hash(
             None => strategy.name().to_string(),
         };
         crate::show!("{}", summary.render(start.elapsed(), &name, workers));
+        if let Some(depth) = ran.in_flight {
+            crate::show!("in flight: {depth}");
+        }
     }
     if summary.errors > 0 {
         Exit::Failure

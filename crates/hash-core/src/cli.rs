@@ -332,12 +332,21 @@ mod tests {
             config(Strategy::Async, &m).unwrap()
         };
         for mode in [&["m"][..], &["-c", "m"], &["--files-from", "l"]] {
-            let mut args = vec!["x", "--io", "pool", "-j", "3", "--no-mmap"];
+            let mut args = vec![
+                "x",
+                "--io",
+                "pool",
+                "-j",
+                "3",
+                "--no-mmap",
+                "--max-in-flight",
+                "9",
+            ];
             args.extend(mode);
             let c = parse(&args);
             let engine = format!("{:?}", c.engine);
             assert!(
-                engine.contains("Async { workers: 3, io: Pool }"),
+                engine.contains("Async { workers: 3, io: Pool, max_in_flight: Some(9) }"),
                 "{engine}"
             );
             assert!(!c.engine.read_policy().mmap, "{mode:?}");

@@ -32,6 +32,7 @@ pub mod exit;
 pub mod filelist;
 pub mod generate;
 pub mod hasher;
+pub mod inflight;
 pub mod limits;
 pub mod mapped;
 pub mod merge;

@@ -253,6 +253,15 @@ const FRAGILE: [(&str, u32); 16] = [
     ("coda", 0x7375_7245),
 ];
 
+/// The name of a network or user-space file system, by its `statfs` magic
+/// number (`None`: a local one, as far as this list knows).
+pub fn network_fs(magic: u32) -> Option<&'static str> {
+    FRAGILE
+        .iter()
+        .find(|&&(_, m)| m == magic)
+        .map(|&(name, _)| name)
+}
+
 /// Whether `file` lives on a file system where mapping is safe: not one of
 /// the [`FRAGILE`] ones (nor one `statfs` cannot name).
 pub fn mappable(file: &impl AsFd) -> bool {

@@ -448,3 +448,60 @@ fn a_network_mount_that_dies_mid_run_fails_its_files_and_the_run_ends() {
         }
     });
 }
+
+/// A tree of `n` small files and its sshfs mount (`None` after saying why).
+fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
+    let t = Tree::new();
+    for i in 0..n {
+        t.file(format!("d{}/f{i}", i % 4).as_bytes(), &pattern(100 + i));
+    }
+    match testenv::sshfs::Sshfs::mount(t.root()) {
+        Ok(fs) => Some((t, fs)),
+        Err(why) => {
+            eprintln!("skipped: no network mount here: {why}");
+            None
+        }
+    }
+}
+
+#[test]
+fn files_in_flight_follow_the_storage_or_the_user() {
+    let Some((t, fs)) = network_small_files(120) else {
+        return;
+    };
+    let local = show(&reference("-H", &[t.root()]));
+    let want = local.replace(
+        &t.root().display().to_string(),
+        &fs.root().display().to_string(),
+    );
+    each_binary(|env| {
+        if !env.is_parallel() {
+            return;
+        }
+        // On the mount, the depth starts from the network hint (statfs says
+        // FUSE), and a fixed depth is the user's; the output never changes.
+        for (opts, says) in [
+            (&["--stats"][..], "statfs: fuse"),
+            (
+                &["--stats", "--max-in-flight", "3"][..],
+                "--max-in-flight 3",
+            ),
+        ] {
+            let out = env.run(opts, &[fs.root()]);
+            let err = show(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{opts:?}: {err}");
+            assert_eq!(show(&out.stdout), want, "{opts:?}");
+            let line = err
+                .lines()
+                .find(|l| l.contains("in flight: "))
+                .unwrap_or_else(|| panic!("{opts:?}: no in-flight line in {err}"));
+            assert!(line.contains(says), "{opts:?}: {line}");
+        }
+        // Locally, a fixed depth changes nothing in the output either.
+        for n in ["1", "5"] {
+            let out = env.run(&["--max-in-flight", n], &[t.root()]);
+            assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+            assert_eq!(show(&out.stdout), local, "--max-in-flight {n}");
+        }
+    });
+}

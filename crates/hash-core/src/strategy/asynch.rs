@@ -51,7 +51,12 @@ pub(super) const DEF: Def = Def {
     runner: |m| {
         use clap::FromArgMatches;
         let (workers, io) = (JobsArgs::workers(m)?, IoArgs::from_arg_matches(m)?.io);
-        Ok(Box::new(Async { workers, io }))
+        let max_in_flight = JobsArgs::max_in_flight(m)?;
+        Ok(Box::new(Async {
+            workers,
+            io,
+            max_in_flight,
+        }))
     },
     helper: no_helper,
 };
@@ -90,6 +95,9 @@ pub struct Async {
     pub workers: usize,
     /// `--io`.
     pub io: IoMode,
+    /// Files in flight, if the user fixed it (`--max-in-flight`): io_uring's
+    /// slots over all rings, or the blocking pool's ceiling.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Runner for Async {
@@ -107,11 +115,25 @@ impl Runner for Async {
         let io = match self.io {
             IoMode::Pool => "pool".to_owned(),
             IoMode::Auto | IoMode::Uring => {
-                match uring::available().map(|()| uring::slots(workers)) {
+                match uring::available().map(|()| uring::slots(workers, self.max_in_flight)) {
                     Ok(slots) if slots > 0 => {
                         uring::run(files, workers, slots, reading, sink);
+                        let why = match (self.max_in_flight, files.first()) {
+                            (Some(n), _) => format!("--max-in-flight {n}"),
+                            // Already as deep as a network needs; the hint is
+                            // shown for comparison with the other strategies.
+                            (None, Some(f)) => format!(
+                                "the most a ring keeps, whatever the storage: {}",
+                                crate::inflight::Hint::of(&f.path).source
+                            ),
+                            (None, None) => "no files".into(),
+                        };
                         return Ran {
                             io: Some("io_uring".into()),
+                            in_flight: Some(format!(
+                                "{} in flight: {workers} rings of {slots} ({why})",
+                                workers * slots
+                            )),
                         };
                     }
                     Ok(_) => "pool (too few file descriptors left for io_uring)".into(),
@@ -119,8 +141,12 @@ impl Runner for Async {
                 }
             }
         };
-        run(files, workers, reading, sink);
-        Ran { io: Some(io) }
+        let max = self.max_in_flight.unwrap_or_else(|| max_readers(workers));
+        run(files, workers, max, reading, sink);
+        Ran {
+            io: Some(io),
+            in_flight: Some(format!("up to {max} in flight on the blocking pool")),
+        }
     }
 }
 
@@ -134,7 +160,7 @@ enum Msg {
     Blocked,
 }
 
-fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
+fn run(files: &[Job], workers: usize, max: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
@@ -148,7 +174,6 @@ fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_
         super::serial::hash_in_order(files, reading, sink);
         return;
     }
-    let max = max_readers(workers);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(MAX_READERS)
         .thread_stack_size(THREAD_STACK)

@@ -126,6 +126,8 @@ pub struct Ran {
     /// How the I/O was done, for `--stats`, by strategies that have a choice
     /// (`io_uring`, or `pool` and why).
     pub io: Option<String>,
+    /// How many files were read at once and why, for `--stats`.
+    pub in_flight: Option<String>,
 }
 
 /// The value every mode runs on: a strategy with its settings, and the read
@@ -291,6 +293,11 @@ pub struct JobsArgs {
     /// Number of workers [default: CPUs available].
     #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: Option<u32>,
+    /// Files read at once, instead of what the storage measures (on a network file
+    /// system the depth adapts to the measured throughput; on a local disk reads are
+    /// added while files wait for it) [default: measured]
+    #[arg(long = "max-in-flight", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_in_flight: Option<u32>,
 }
 
 impl JobsArgs {
@@ -309,6 +316,14 @@ impl JobsArgs {
         use clap::FromArgMatches;
         let jobs = JobsArgs::from_arg_matches(m)?;
         Ok(jobs.workers.map_or_else(default_workers, |j| j as usize))
+    }
+
+    /// `--max-in-flight`, if given.
+    pub fn max_in_flight(m: &clap::ArgMatches) -> Result<Option<usize>, clap::Error> {
+        use clap::FromArgMatches;
+        Ok(JobsArgs::from_arg_matches(m)?
+            .max_in_flight
+            .map(|n| n as usize))
     }
 }
 

@@ -24,6 +24,7 @@ use super::{
     Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
+use crate::inflight::Shared;
 
 /// `hash-threads`: `-j` threads.
 pub(super) const DEF: Def = Def {
@@ -39,6 +40,7 @@ pub(super) const DEF: Def = Def {
     runner: |m| {
         Ok(Box::new(Threads {
             workers: JobsArgs::workers(m)?,
+            max_in_flight: JobsArgs::max_in_flight(m)?,
         }))
     },
     helper: no_helper,
@@ -49,6 +51,8 @@ pub(super) const DEF: Def = Def {
 pub struct Threads {
     /// Hashing threads (`-j`).
     pub workers: usize,
+    /// Threads reading at once, if the user fixed it (`--max-in-flight`).
+    pub max_in_flight: Option<usize>,
 }
 
 impl Runner for Threads {
@@ -61,8 +65,17 @@ impl Runner for Threads {
     }
 
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
-        run(files, self.workers(files.len()), reading, sink);
-        Ran::default()
+        let workers = self.workers(files.len());
+        let first = files.first().map(|j| j.path.as_path());
+        let depth = Shared::for_run(self.max_in_flight, first, workers, max_readers(workers));
+        run(files, workers, reading, sink, depth.as_ref());
+        Ran {
+            in_flight: Some(depth.map_or_else(
+                || format!("{workers} reading, more while reads wait for the disk"),
+                |d| d.describe(),
+            )),
+            ..Ran::default()
+        }
     }
 }
 
@@ -87,24 +100,44 @@ const BATCH: usize = 256;
 /// See [`BATCH`].
 const LARGE_FILE: u64 = 1024 * 1024;
 
-fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
+/// Run the pool: `workers` threads, or the depth's target when a depth
+/// policy governs the readers (a network file system, or `--max-in-flight`);
+/// see [`Pool`].
+fn run(
+    files: &[Job],
+    workers: usize,
+    reading: &Reading,
+    sink: &mut Sink<'_>,
+    depth: Option<&Shared>,
+) {
     let (tx, rx) = mpsc::channel();
     let queue = Queue::new(files, reading);
-    let readers = AtomicUsize::new(workers);
-    let max = max_readers(workers);
+    let (start, max) = match depth {
+        Some(d) if d.is_fixed() => (d.target(), d.target()),
+        Some(d) => (d.target(), max_readers(workers)),
+        None => (workers, max_readers(workers)),
+    };
+    let start = clamp_workers(start, files.len());
+    let readers = AtomicUsize::new(start);
+    let pool = Pool {
+        queue: &queue,
+        readers: &readers,
+        max,
+        depth,
+    };
     thread::scope(|scope| {
-        for started in 0..workers {
-            let (queue, readers, tx) = (&queue, (&readers, max), tx.clone());
+        for started in 0..start {
+            let (pool, tx) = (&pool, tx.clone());
             let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
-                    work(queue, readers, tx, batch, scope, new_buffer());
+                    work(pool, tx, batch, scope, new_buffer());
                 });
             });
             if let Err(e) = spawned {
-                fewer_threads(started, workers, "hashing threads", &e);
-                readers.0.fetch_sub(workers - started, Ordering::Relaxed);
+                fewer_threads(started, start, "hashing threads", &e);
+                readers.fetch_sub(start - started, Ordering::Relaxed);
                 if started == 0 {
-                    return hash_here(queue, sink);
+                    return hash_here(&queue, sink);
                 }
                 break;
             }
@@ -115,46 +148,92 @@ fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
     });
 }
 
-/// Hash files from `queue` until it is empty; what is left in `batch` at the
-/// end is sent by [`guard`].
-fn work<'s, 'e>(
+/// What every thread of a pool shares: the queue, the count of threads
+/// reading, their ceiling, and the depth policy if one governs them.
+struct Pool<'s, 'e> {
     queue: &'s Queue<'e>,
-    (readers, max): (&'s AtomicUsize, usize),
+    readers: &'s AtomicUsize,
+    max: usize,
+    depth: Option<&'s Shared>,
+}
+
+impl Pool<'_, '_> {
+    /// Whether this thread should leave the pool: the depth policy wants
+    /// fewer readers than there are (one always stays). Claims the exit, so
+    /// racing threads cannot undershoot.
+    fn leave(&self) -> bool {
+        let Some(depth) = self.depth else {
+            return false;
+        };
+        let target = depth.target().max(1);
+        let n = self.readers.load(Ordering::Relaxed);
+        n > target
+            && self
+                .readers
+                .compare_exchange(n, n - 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Whether the depth policy wants more readers than there are.
+    fn short(&self) -> bool {
+        self.depth
+            .is_some_and(|d| self.readers.load(Ordering::Relaxed) < d.target().min(self.max))
+    }
+}
+
+/// Hash files from the pool's queue until it is empty (or the depth policy
+/// wants fewer readers); what is left in `batch` at the end is sent by
+/// [`guard`].
+fn work<'s, 'e>(
+    pool: &'s Pool<'s, 'e>,
     tx: &mpsc::Sender<Batch>,
     batch: &mut Batch,
     scope: &'s Scope<'s, 'e>,
     mut buf: Buffer,
 ) {
+    let queue = pool.queue;
     let _hashing = queue.reading.hashing();
     let grow = || {
         // Claim a reader slot first, so racing threads cannot overshoot.
-        let n = readers.fetch_add(1, Ordering::Relaxed);
-        if n < max && queue.has_more() {
+        let n = pool.readers.fetch_add(1, Ordering::Relaxed);
+        if n < pool.max && queue.has_more() {
             let tx = tx.clone();
             let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
-                    work(queue, (readers, max), tx, batch, scope, Buffer::small());
+                    work(pool, tx, batch, scope, Buffer::small());
                 });
             });
             if spawned.is_ok() {
                 return;
             }
         }
-        readers.fetch_sub(1, Ordering::Relaxed);
+        pool.readers.fetch_sub(1, Ordering::Relaxed);
     };
+    // A fixed depth is the user's: no reader is added when a read blocks.
+    let on_block = pool.depth.is_none_or(|d| !d.is_fixed());
     batch.reserve(BATCH);
     while let Some(i) = queue.next() {
         let job = &queue.files[i];
         test_hook(job);
-        let outcome = hash(&job.request(queue.reading, Some(&grow)), &mut buf);
+        let request = job.request(queue.reading, on_block.then_some(&grow as &dyn Fn()));
+        let outcome = hash(&request, &mut buf);
         // The size fstat saw (the walk's is 0 unless it was asked for sizes).
         let large = outcome.as_ref().is_ok_and(|d| d.size >= LARGE_FILE);
+        if let Some(depth) = pool.depth {
+            depth.completed(outcome.as_ref().map_or(0, |d| d.size));
+            if pool.short() {
+                grow();
+            }
+        }
         batch.push((i, outcome));
         if (batch.len() >= BATCH || large)
             && tx
                 .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
                 .is_err()
         {
+            return;
+        }
+        if pool.leave() {
             return;
         }
     }

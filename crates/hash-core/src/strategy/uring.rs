@@ -74,10 +74,15 @@ pub fn available() -> Result<(), String> {
 /// file, and so does every ring: they stay within the descriptors left (a
 /// low `ulimit -n`), keeping some for the standard streams, mapped files and
 /// what the caller opens meanwhile. 0: not one file per ring fits.
-pub(super) fn slots(workers: usize) -> usize {
+/// `fixed`: the user's total (`--max-in-flight`), shared among the rings.
+pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
     let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
     let usable = free.saturating_sub(FDS_KEPT + workers) / workers;
-    (MAX_READERS / workers).max(4).min(usable)
+    let wanted = match fixed {
+        Some(n) => n.div_ceil(workers),
+        None => (MAX_READERS / workers).max(4),
+    };
+    wanted.min(usable)
 }
 
 /// Hash `files` on `workers` rings of `slots` slots each (see [`slots`]: at

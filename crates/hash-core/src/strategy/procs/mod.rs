@@ -55,6 +55,7 @@ pub(super) const DEF: Def = Def {
     runner: |m| {
         Ok(Box::new(Procs {
             workers: JobsArgs::workers(m)?,
+            max_in_flight: JobsArgs::max_in_flight(m)?,
         }))
     },
     helper: || is_worker().then(worker_main),
@@ -65,6 +66,10 @@ pub(super) const DEF: Def = Def {
 pub struct Procs {
     /// Worker processes (`-j`).
     pub workers: usize,
+    /// Worker processes reading at once, if the user fixed it
+    /// (`--max-in-flight`): each worker reads one file at a time, so this
+    /// many workers start instead of `-j`.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Runner for Procs {
@@ -77,8 +82,15 @@ impl Runner for Procs {
     }
 
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
-        pool::run(files, self.workers(files.len()), reading, sink);
-        Ran::default()
+        // A worker reads one file at a time: files in flight are workers.
+        let first = files.first().map(|j| j.path.as_path());
+        let (depth, why) =
+            crate::inflight::fixed_depth(self.max_in_flight, first, self.workers(files.len()));
+        pool::run(files, clamp_workers(depth, files.len()), reading, sink);
+        Ran {
+            in_flight: Some(why),
+            ..Ran::default()
+        }
     }
 }
 

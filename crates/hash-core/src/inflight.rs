@@ -1,0 +1,607 @@
+//! How many reads to keep in flight: a starting point from what the storage
+//! says it is, then what throughput measures.
+//!
+//! The best number of files being read at once differs by two orders of
+//! magnitude between storages: one on a spinning disk (seeks), a few dozen on
+//! an SSD, and on a network file system as many as it takes to cover the
+//! round trips (each file costs a lookup, an open and a close before its first
+//! byte, each a round trip). A fixed number is wrong somewhere, and a hint is
+//! wrong often: the virtio disk of a VM says `rotational` and behaves like an
+//! SSD, device-mapper hides the flag, and nothing says how far away a server
+//! is. So the hint only picks where to start ([`Hint::start`]), and a
+//! [`Controller`] climbs from there on measured throughput: it doubles the
+//! depth while each doubling buys at least [`GAIN`], halves it while halving
+//! costs less than [`KEEP`] (fewer readers doing the same work is better),
+//! settles on the best depth it saw, and probes again when throughput falls.
+//! Growth needs a measured gain, so a stall (no completions) never grows the
+//! depth, and the depth never exceeds the caller's maximum.
+//!
+//! The controller is a pure function of the completions and clock readings
+//! it is given, so its unit tests drive it with simulated storages (an SSD,
+//! a spinning disk, a network link) and no sleeps.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the storage under the files says it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// A network or user-space file system (`statfs`: NFS, SMB, FUSE, 9p, Ceph, ...).
+    Network,
+    /// A block device whose `queue/rotational` is 1.
+    Rotational,
+    /// A block device whose `queue/rotational` is 0.
+    SolidState,
+    /// Nothing could be learnt (no sysfs entry, a `statfs` failure).
+    Unknown,
+}
+
+/// The storage of a run's files, and how it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    /// What the storage claims to be.
+    pub storage: Storage,
+    /// Where that came from, for `--stats`.
+    pub source: String,
+}
+
+/// Depth to start from on a network file system: enough to cover a few
+/// round trips per file while the measurement decides the rest.
+const NETWORK_START: usize = 16;
+
+impl Hint {
+    /// The depth to start from, for `workers` hashing workers.
+    pub fn start(&self, workers: usize) -> usize {
+        match self.storage {
+            Storage::Network => NETWORK_START.max(workers),
+            Storage::Rotational => 1,
+            Storage::SolidState | Storage::Unknown => workers,
+        }
+        .max(1)
+    }
+
+    /// The storage under `path` (a file or directory): its file system type,
+    /// then its block device's `rotational` flag. Never an error: what cannot
+    /// be learnt is [`Storage::Unknown`].
+    pub fn of(path: &Path) -> Hint {
+        match rustix::fs::statfs(path) {
+            Ok(st) => {
+                if let Some(name) = crate::mapped::network_fs(st.f_type as u32) {
+                    return Hint {
+                        storage: Storage::Network,
+                        source: format!("statfs: {name}"),
+                    };
+                }
+            }
+            Err(e) => {
+                return Hint {
+                    storage: Storage::Unknown,
+                    source: format!("statfs failed: {e}"),
+                }
+            }
+        }
+        match rotational(path) {
+            Some((true, dev)) => Hint {
+                storage: Storage::Rotational,
+                source: format!("{dev}: rotational=1"),
+            },
+            Some((false, dev)) => Hint {
+                storage: Storage::SolidState,
+                source: format!("{dev}: rotational=0"),
+            },
+            None => Hint {
+                storage: Storage::Unknown,
+                source: "no block device in sysfs".into(),
+            },
+        }
+    }
+}
+
+/// The `queue/rotational` flag of the block device holding `path` (or of
+/// the disk a partition belongs to), and the sysfs path it was read from.
+fn rotational(path: &Path) -> Option<(bool, String)> {
+    let st = rustix::fs::stat(path).ok()?;
+    let (major, minor) = (rustix::fs::major(st.st_dev), rustix::fs::minor(st.st_dev));
+    let dev = format!("/sys/dev/block/{major}:{minor}");
+    // A partition has no queue of its own; its disk is the parent directory.
+    for queue in ["queue/rotational", "../queue/rotational"] {
+        let p = format!("{dev}/{queue}");
+        if let Ok(s) = std::fs::read_to_string(&p) {
+            return Some((s.trim() == "1", p));
+        }
+    }
+    None
+}
+
+/// A doubling must raise throughput by this factor to be kept.
+pub const GAIN: f64 = 1.10;
+/// A halving is kept while throughput stays above this share of the best.
+pub const KEEP: f64 = 0.95;
+/// While settled, throughput below this share of the settled rate starts a
+/// new probe (the storage changed, or the files did).
+const FALL: f64 = 0.70;
+/// While settled, probe one doubling every this many windows anyway.
+const RECHECK: u32 = 16;
+/// A window is at least this long (shorter ones measure the clock's noise).
+const MIN_WINDOW: Duration = Duration::from_millis(5);
+/// Bytes that count as much as one file in the throughput score: reading a
+/// file costs a few round trips or a seek, worth about this much transfer.
+const FILE_BYTES: f64 = 256.0 * 1024.0;
+
+/// Where the controller is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Doubling while it pays.
+    Up,
+    /// Halving while it costs nothing.
+    Down,
+    /// On the best depth found; `rate` is its throughput, `windows` the
+    /// windows since settling.
+    Settled { rate: f64, windows: u32 },
+}
+
+/// The depth policy: hill climbing on throughput, one depth per window of
+/// completions.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    depth: usize,
+    min: usize,
+    max: usize,
+    start: usize,
+    phase: Phase,
+    /// Best (depth, throughput) measured in the current probe.
+    best: Option<(usize, f64)>,
+    /// The current window: when it opened, and its completions.
+    opened: Duration,
+    files: u64,
+    bytes: u64,
+    /// Windows measured, and the last reason the depth changed.
+    windows: u64,
+    why: String,
+    /// The depth it last settled on (a recheck probes around it for a while).
+    settled_on: Option<usize>,
+}
+
+impl Controller {
+    /// A controller starting at `start`, kept within `min..=max`.
+    pub fn new(start: usize, min: usize, max: usize) -> Controller {
+        let max = max.max(1);
+        let min = min.clamp(1, max);
+        let start = start.clamp(min, max);
+        Controller {
+            depth: start,
+            min,
+            max,
+            start,
+            phase: Phase::Up,
+            best: None,
+            opened: Duration::ZERO,
+            files: 0,
+            bytes: 0,
+            windows: 0,
+            why: format!("started at {start}"),
+            settled_on: None,
+        }
+    }
+
+    /// The depth to keep in flight now.
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Whether the depth has settled (for `--stats`).
+    pub fn settled(&self) -> bool {
+        matches!(self.phase, Phase::Settled { .. })
+    }
+
+    /// The depth it last settled on, if it has.
+    pub fn settled_on(&self) -> Option<usize> {
+        self.settled_on
+    }
+
+    /// Why the depth is what it is, for `--stats`.
+    pub fn why(&self) -> &str {
+        &self.why
+    }
+
+    /// Count `files` completed files of `bytes` bytes at time `now` (since
+    /// the run started); the depth to use from now on.
+    pub fn record(&mut self, now: Duration, files: u64, bytes: u64) -> usize {
+        self.files += files;
+        self.bytes += bytes;
+        let span = now.saturating_sub(self.opened);
+        // A window needs time and enough completions that every reader
+        // finished about one file in it.
+        if span < MIN_WINDOW || self.files < self.depth.max(4) as u64 {
+            return self.depth;
+        }
+        let rate = (self.files as f64 + self.bytes as f64 / FILE_BYTES) / span.as_secs_f64();
+        self.opened = now;
+        self.files = 0;
+        self.bytes = 0;
+        self.windows += 1;
+        self.step(rate);
+        self.depth
+    }
+
+    /// One window's verdict at throughput `rate`.
+    fn step(&mut self, rate: f64) {
+        let d = self.depth;
+        match self.phase {
+            Phase::Up => {
+                let better = self.best.is_none_or(|(_, b)| rate > b * GAIN);
+                if better {
+                    self.best = Some((d, rate));
+                }
+                if better && d < self.max {
+                    self.depth = (d * 2).min(self.max);
+                    self.why = format!("{d} -> {}: throughput still rising", self.depth);
+                } else if self.best.is_some_and(|(bd, _)| bd == self.start) && d > self.min {
+                    // Doubling the start did not pay: perhaps fewer do as well.
+                    self.phase = Phase::Down;
+                    self.depth = (self.start / 2).max(self.min);
+                    self.why = format!(
+                        "{d} gained nothing over {}: trying {}",
+                        self.start, self.depth
+                    );
+                } else {
+                    self.settle();
+                }
+            }
+            Phase::Down => {
+                let best = self.best.map_or(0.0, |(_, b)| b);
+                if rate >= best * KEEP {
+                    self.best = Some((d, rate.max(best)));
+                    if d > self.min {
+                        self.depth = (d / 2).max(self.min);
+                        self.why = format!("{d} did as well: trying {}", self.depth);
+                        return;
+                    }
+                }
+                self.settle();
+            }
+            Phase::Settled {
+                rate: settled,
+                windows,
+            } => {
+                if rate < settled * FALL {
+                    self.probe(format!(
+                        "throughput fell to {:.0} % at {d}",
+                        100.0 * rate / settled
+                    ));
+                } else if windows + 1 >= RECHECK && d < self.max {
+                    self.probe(format!("rechecking above {d}"));
+                } else {
+                    // Follow slow drift, so that only a sudden fall re-probes.
+                    let drift = 0.8 * settled + 0.2 * rate;
+                    self.phase = Phase::Settled {
+                        rate: drift,
+                        windows: windows + 1,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Settle on the best depth measured.
+    fn settle(&mut self) {
+        let (d, rate) = self.best.unwrap_or((self.depth, 0.0));
+        self.depth = d;
+        self.settled_on = Some(d);
+        self.phase = Phase::Settled { rate, windows: 0 };
+        self.why = format!("settled at {d}: the best throughput measured");
+    }
+
+    /// Start climbing again from the current depth.
+    fn probe(&mut self, why: String) {
+        self.start = self.depth;
+        self.best = None;
+        self.phase = Phase::Up;
+        self.why = why;
+    }
+}
+
+/// The depth of a strategy that cannot change it during a run (worker
+/// processes): the user's `fixed`, the network hint's start, or `workers`;
+/// and the `--stats` line saying which.
+pub fn fixed_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -> (usize, String) {
+    if let Some(n) = fixed {
+        return (n.max(1), format!("{n} in flight (--max-in-flight {n})"));
+    }
+    match first.map(Hint::of) {
+        Some(h) if h.storage == Storage::Network => {
+            let n = h.start(workers);
+            (
+                n,
+                format!(
+                    "{n} in flight (hint: network, {}; not adapted during the run)",
+                    h.source
+                ),
+            )
+        }
+        _ => (workers, format!("{workers} in flight (one per worker)")),
+    }
+}
+
+/// A [`Controller`] shared by a pool's threads, or a fixed depth
+/// (`--max-in-flight`). Completions are counted with atomics; whichever
+/// thread finds a window due (and the controller free) feeds it, so no
+/// thread ever waits on it.
+#[derive(Debug)]
+pub struct Shared {
+    controller: Option<Mutex<Controller>>,
+    target: AtomicUsize,
+    files: AtomicU64,
+    bytes: AtomicU64,
+    start: Instant,
+    /// Where the depth came from, for `--stats`.
+    origin: String,
+}
+
+/// Completions between two looks at the clock.
+const LOOK_EVERY: u64 = 8;
+
+impl Shared {
+    /// The depth for a run of `files` with `workers` workers and at most
+    /// `max` in flight: `fixed` if the user chose one; measured from the
+    /// storage's hint on a network file system; `None` elsewhere (a local
+    /// disk, where a blocked read already adds readers).
+    pub fn for_run(
+        fixed: Option<usize>,
+        first: Option<&Path>,
+        workers: usize,
+        max: usize,
+    ) -> Option<Shared> {
+        if let Some(n) = fixed {
+            return Some(Shared::new(None, n.max(1), format!("--max-in-flight {n}")));
+        }
+        let hint = Hint::of(first?);
+        if hint.storage != Storage::Network {
+            return None;
+        }
+        let start = hint.start(workers).min(max);
+        let c = Controller::new(start, workers.min(max).max(1), max);
+        Some(Shared::new(
+            Some(c),
+            start,
+            format!("{} ({})", "network", hint.source),
+        ))
+    }
+
+    fn new(controller: Option<Controller>, depth: usize, origin: String) -> Shared {
+        Shared {
+            controller: controller.map(Mutex::new),
+            target: AtomicUsize::new(depth),
+            files: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            start: Instant::now(),
+            origin,
+        }
+    }
+
+    /// The depth to keep in flight now.
+    pub fn target(&self) -> usize {
+        self.target.load(Ordering::Relaxed)
+    }
+
+    /// Whether the depth is the user's (no measurement).
+    pub fn is_fixed(&self) -> bool {
+        self.controller.is_none()
+    }
+
+    /// Count one completed file of `bytes` bytes.
+    pub fn completed(&self, bytes: u64) {
+        let Some(controller) = &self.controller else {
+            return;
+        };
+        let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        if !n.is_multiple_of(LOOK_EVERY) {
+            return;
+        }
+        if let Ok(mut c) = controller.try_lock() {
+            let files = self.files.swap(0, Ordering::Relaxed);
+            let bytes = self.bytes.swap(0, Ordering::Relaxed);
+            let depth = c.record(self.start.elapsed(), files, bytes);
+            self.target.store(depth, Ordering::Relaxed);
+        }
+    }
+
+    /// One line for `--stats`: where the depth started and where it is.
+    pub fn describe(&self) -> String {
+        match &self.controller {
+            None => format!("{} in flight ({})", self.target(), self.origin),
+            Some(c) => {
+                let c = c.lock().unwrap_or_else(|e| e.into_inner());
+                let state = if c.settled() {
+                    "settled"
+                } else {
+                    "still measuring"
+                };
+                format!(
+                    "{} in flight, {state} (hint: {}; {})",
+                    c.depth(),
+                    self.origin,
+                    c.why()
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A storage model: files per second at a depth, for files of `size` bytes.
+    type Model = dyn Fn(usize) -> f64;
+
+    /// Run `files` files of `size` bytes through the controller against
+    /// `model`, completing them in groups as a pool would; the depth at the
+    /// end and the files and simulated time it took to settle (if it did).
+    fn simulate(
+        c: &mut Controller,
+        model: &Model,
+        files: u64,
+        size: u64,
+    ) -> (usize, Option<(u64, Duration)>) {
+        let mut now = Duration::ZERO;
+        let mut settled_at = None;
+        let mut done = 0;
+        // A small deterministic jitter (±4 %), as a real clock would give.
+        let mut jitter = 0x2545_f491_u64;
+        while done < files {
+            let d = c.depth();
+            let batch = (d as u64).min(files - done);
+            jitter = jitter
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let noise = 1.0 + ((jitter >> 33) % 81) as f64 / 1000.0 - 0.04;
+            now += Duration::from_secs_f64(batch as f64 / (model(d) * noise));
+            c.record(now, batch, batch * size);
+            done += batch;
+            if c.settled() && settled_at.is_none() {
+                settled_at = Some((done, now));
+            }
+        }
+        (c.depth(), settled_at)
+    }
+
+    /// The best fixed depth of `model` among 1, 2, 4, ..., 128, and its rate.
+    fn best_fixed(model: &Model) -> (usize, f64) {
+        (0..8)
+            .map(|k| 1usize << k)
+            .map(|d| (d, model(d)))
+            .fold((1, 0.0), |a, b| if b.1 > a.1 { b } else { a })
+    }
+
+    fn ssd(d: usize) -> f64 {
+        // Rises to a depth of 32, then flat.
+        20_000.0 * (d.min(32) as f64).sqrt()
+    }
+
+    fn hdd(d: usize) -> f64 {
+        // Seeks between readers: more in flight is slower.
+        150.0 / (1.0 + 0.4 * (d as f64 - 1.0))
+    }
+
+    fn network(rtt_s: f64, bandwidth: f64, size: f64) -> impl Fn(usize) -> f64 {
+        // Four round trips and the transfer per file, `d` at once, capped
+        // by the link.
+        move |d| (d as f64 / (4.0 * rtt_s + size / bandwidth)).min(bandwidth / size)
+    }
+
+    fn assert_converges(name: &str, model: &Model, hint_start: usize, size: u64) {
+        let (best_d, best_rate) = best_fixed(model);
+        let mut c = Controller::new(hint_start, 1, 128);
+        let (_, settled) = simulate(&mut c, model, 5_000, size);
+        let d = c
+            .settled_on()
+            .unwrap_or_else(|| panic!("{name}: never settled ({})", c.why()));
+        assert!(
+            model(d) >= 0.8 * best_rate,
+            "{name}: settled at {d} ({:.0}/s), best fixed {best_d} ({best_rate:.0}/s); {}",
+            model(d),
+            c.why()
+        );
+        // Bounded: a few thousand files, or a second of the storage's time
+        // where files are slow (a window needs a file per reader) or fast (a
+        // window needs 5 ms).
+        let (files, time) =
+            settled.unwrap_or_else(|| panic!("{name}: never settled ({})", c.why()));
+        assert!(
+            files <= 2_000 || time <= Duration::from_secs(1),
+            "{name}: settled only after {files} files, {time:?}"
+        );
+    }
+
+    #[test]
+    fn converges_near_the_best_fixed_depth_on_every_simulated_storage() {
+        // Started where the hint says, and where a wrong hint would.
+        for start in [1, 2, 16] {
+            assert_converges("ssd", &ssd, start, 4096);
+            assert_converges("hdd", &hdd, start, 4096);
+            assert_converges(
+                "lan",
+                &network(0.2e-3, 117.0 * 1048576.0, 4096.0),
+                start,
+                4096,
+            );
+            assert_converges("wan", &network(20e-3, 12.5e6, 4096.0), start, 4096);
+            let big = 16.0 * 1048576.0;
+            assert_converges("wan large", &network(20e-3, 12.5e6, big), start, 16 << 20);
+        }
+    }
+
+    #[test]
+    fn a_spinning_disk_settles_at_one_or_two() {
+        let mut c = Controller::new(2, 1, 128);
+        simulate(&mut c, &hdd, 2_000, 4096);
+        let d = c.settled_on().unwrap();
+        assert!(d <= 2, "settled at {d}: {}", c.why());
+    }
+
+    #[test]
+    fn a_stall_never_grows_the_depth() {
+        let mut c = Controller::new(16, 1, 128);
+        let start = c.depth();
+        // Nothing completes for 2 s, polled often.
+        for ms in 1..=2_000 {
+            assert_eq!(c.record(Duration::from_millis(ms), 0, 0), start);
+        }
+        // Then completions resume at the same rate at every depth.
+        let flat = |_d: usize| 1_000.0;
+        let (d, _) = simulate(&mut c, &flat, 2_000, 4096);
+        assert!(
+            d <= 2 * start,
+            "grew to {d} with nothing to gain: {}",
+            c.why()
+        );
+    }
+
+    #[test]
+    fn the_depth_stays_within_its_bounds() {
+        let mut c = Controller::new(500, 3, 64);
+        assert_eq!(c.depth(), 64);
+        let endless = |d: usize| 1_000.0 * d as f64;
+        simulate(&mut c, &endless, 10_000, 0);
+        assert_eq!(c.settled_on(), Some(64), "{}", c.why());
+        let mut c = Controller::new(0, 3, 64);
+        assert_eq!(c.depth(), 3);
+        simulate(&mut c, &hdd, 2_000, 4096);
+        assert_eq!(c.settled_on(), Some(3), "{}", c.why());
+    }
+
+    #[test]
+    fn a_fall_in_throughput_probes_again() {
+        let mut c = Controller::new(1, 1, 128);
+        let fast_ssd = |d: usize| ssd(d);
+        simulate(&mut c, &fast_ssd, 3_000, 4096);
+        assert!(c.settled_on().is_some_and(|d| d >= 16), "{}", c.why());
+        // The storage turns into a slow network: more depth pays again.
+        let far = network(20e-3, 12.5e6, 4096.0);
+        simulate(&mut c, &far, 3_000, 4096);
+        let d = c.settled_on().unwrap();
+        assert!(far(d) >= 0.8 * best_fixed(&far).1, "{d}: {}", c.why());
+    }
+
+    #[test]
+    fn hints_start_where_the_storage_suggests() {
+        let h = |storage| Hint {
+            storage,
+            source: String::new(),
+        };
+        assert_eq!(h(Storage::Network).start(2), 16);
+        assert_eq!(h(Storage::Network).start(32), 32);
+        assert_eq!(h(Storage::Rotational).start(8), 1);
+        assert_eq!(h(Storage::SolidState).start(8), 8);
+        assert_eq!(h(Storage::Unknown).start(0), 1);
+        // This machine's own files have some hint, and never an error.
+        let here = Hint::of(Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(!here.source.is_empty());
+        let gone = Hint::of(Path::new("/nonexistent/hashrace"));
+        assert_eq!(gone.storage, Storage::Unknown);
+    }
+}
