@@ -1,14 +1,20 @@
-//! `results/VERDICT.md`'s measured tables are generated: this fails when they no longer
+//! `results/VERDICT.md`'s and `results/README.md`'s measured tables are generated: this fails when they no longer
 //! match what `hash-bench compare` prints from the committed results files its markers
 //! name (a results file changed, or the tables were edited by hand, or the compare output
-//! changed). Fix with `hash-bench compare --update-doc results/VERDICT.md`.
+//! changed). Fix with `hash-bench compare --update-doc results/VERDICT.md` (or README.md).
 
 use std::path::Path;
 
 #[test]
 fn committed_verdict_tables_match_the_committed_results() {
+    for doc in ["VERDICT.md", "README.md"] {
+        check(doc);
+    }
+}
+
+fn check(name: &str) {
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results");
-    let doc_path = results.join("VERDICT.md");
+    let doc_path = results.join(name);
     let doc = std::fs::read_to_string(&doc_path).unwrap();
     assert!(
         doc.contains(hash_bench::compare::BEGIN),
@@ -23,8 +29,8 @@ fn committed_verdict_tables_match_the_committed_results() {
             .position(|(a, b)| a != b)
             .unwrap_or(doc.lines().count().min(fresh.lines().count()));
         panic!(
-            "results/VERDICT.md is out of date from line {}: committed {:?}, generated {:?}; \
-             run `hash-bench compare --update-doc results/VERDICT.md`",
+            "results/{name} is out of date from line {}: committed {:?}, generated {:?}; \
+             run `hash-bench compare --update-doc results/{name}`",
             first + 1,
             doc.lines().nth(first),
             fresh.lines().nth(first)
