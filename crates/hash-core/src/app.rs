@@ -6,11 +6,13 @@
 //! shards) runs with.
 
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cache::Cache;
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
 use crate::diag;
@@ -21,7 +23,7 @@ use crate::merge;
 use crate::output::{OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
-use crate::strategy::{Engine, Job, Ran, Strategy};
+use crate::strategy::{Engine, Job, Outcome, Ran, Strategy};
 use crate::walk;
 
 pub use crate::exit::Exit;
@@ -168,6 +170,11 @@ fn hash(
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
+    // A file that is not a cache stops the run before anything is printed.
+    let mut cache = match config.cache.as_deref().map(Cache::open_for_run).transpose() {
+        Ok(cache) => cache.flatten(),
+        Err(exit) => return exit,
+    };
     // Sizes serve the progress total and sharding. Scheduling does without
     // them: a `stat` per file in the walk cost as much as 15 % of hashing a
     // tree of 4 KiB files, all of it before the first file was hashed, while
@@ -185,12 +192,9 @@ fn hash(
         ..*out
     };
     if let Some(s) = &shard {
-        match s.write_header(&mut crate::stdio::stdout(), out.tag, out.zero) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Exit::from_failed(!plan.errors.is_empty());
-            }
-            Err(e) => return diag::write_failed(&e),
+        let failed = !plan.errors.is_empty();
+        if let Err(exit) = shard_line(|o| s.write_header(o, out.tag, out.zero), failed) {
+            return exit;
         }
     }
     let engine = &config.engine;
@@ -203,12 +207,26 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    let ran = run_plan(engine, &plan.files, &reading, &mut |i, outcome| {
+    // A shard hashes only its part of what it walked: it prunes nothing.
+    let prune = shard.is_none();
+    let mut deliver = |i: usize, outcome: Outcome| {
         if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
             s.hashed(i, d);
         }
         writer.accept(i, outcome)
-    });
+    };
+    let ran = match &mut cache {
+        None => run_plan(engine, &plan.files, &reading, &mut deliver),
+        Some(c) => {
+            let how = Cached {
+                engine,
+                reading: &reading,
+                prune,
+                progress: progress.as_ref(),
+            };
+            run_cached(c, &how, &plan, &mut deliver)
+        }
+    };
     let (strategy, workers) = (engine.strategy(), engine.workers(plan.files.len()));
     let info = RunInfo {
         strategy: strategy.name(),
@@ -221,6 +239,8 @@ fn hash(
     if let Some(p) = progress {
         p.finish(); // before anything else goes to stderr
     }
+    let succeeded = summary.errors == 0 && !closed && write_error.is_none();
+    let counts = cache.as_mut().map(|c| c.finish(succeeded));
     if let Some(e) = &write_error {
         return diag::write_failed(e);
     }
@@ -230,13 +250,12 @@ fn hash(
         return Exit::from_failed(summary.errors > 0);
     }
     if let Some(s) = &shard {
-        let mut stdout = crate::stdio::stdout();
-        match s.write_trailer(&mut stdout, &plan.files, summary.errors, out.zero) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Exit::from_failed(summary.errors > 0);
-            }
-            Err(e) => return diag::write_failed(&e),
+        let errors = summary.errors;
+        if let Err(exit) = shard_line(
+            |o| s.write_trailer(o, &plan.files, errors, out.zero),
+            errors > 0,
+        ) {
+            return exit;
         }
     }
     if config.stats {
@@ -245,10 +264,65 @@ fn hash(
             None => strategy.name().to_string(),
         };
         crate::show!("{}", summary.render(start.elapsed(), &name, workers));
+        if let Some(c) = counts {
+            crate::show!("{}", c.render());
+        }
     }
-    if summary.errors > 0 {
-        Exit::Failure
-    } else {
-        Exit::Success
+    let changed = config.strict && counts.is_some_and(|c| c.changed > 0);
+    Exit::from_failed(summary.errors > 0 || changed)
+}
+
+/// Write a shard's header or trailer line to stdout: `Err` with the exit
+/// status when the run must end (a reader gone: quietly, with the status of
+/// `failed`; any other failure: reported).
+fn shard_line(
+    write: impl FnOnce(&mut crate::stdio::Stdout) -> io::Result<()>,
+    failed: bool,
+) -> Result<(), Exit> {
+    match write(&mut crate::stdio::stdout()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Exit::from_failed(failed)),
+        Err(e) => Err(diag::write_failed(&e)),
     }
+}
+
+/// How a cached run hashes its misses.
+struct Cached<'a> {
+    engine: &'a Engine,
+    reading: &'a Arc<Reading>,
+    /// Whether entries the walk did not see may be pruned at the end.
+    prune: bool,
+    progress: Option<&'a Progress>,
+}
+
+/// Run `plan` through `cache`: the files it answers for go to `sink` from
+/// the lookup, the rest are hashed by the engine (and recorded) as usual.
+fn run_cached(
+    cache: &mut Cache,
+    how: &Cached<'_>,
+    plan: &walk::Plan,
+    sink: &mut crate::strategy::Sink<'_>,
+) -> Ran {
+    let files = &plan.files;
+    let misses = match cache.lookup(files, &plan.dirs, how.prune, sink) {
+        ControlFlow::Continue(misses) => misses,
+        ControlFlow::Break(()) => return Ran::default(),
+    };
+    if misses == 0 {
+        return Ran::default();
+    }
+    let (engine, reading, progress) = (how.engine, how.reading, how.progress);
+    if misses == files.len() {
+        // Nothing answered (a first run): the plan itself, no copy.
+        return run_plan(engine, files, reading, &mut |i, outcome| {
+            cache.hashed(i, &files[i], &outcome, progress);
+            sink(i, outcome)
+        });
+    }
+    let jobs: Vec<Job> = (0..misses).map(|k| files[cache.miss(k)].clone()).collect();
+    run_plan(engine, &jobs, reading, &mut |k, outcome| {
+        let i = cache.miss(k);
+        cache.hashed(k, &files[i], &outcome, progress);
+        sink(i, outcome)
+    })
 }
