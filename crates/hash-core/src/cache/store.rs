@@ -100,7 +100,38 @@ enum Found {
     Foreign,
 }
 
+/// Run `f` again while it fails because another connection holds a lock,
+/// for at most [`BUSY_TIMEOUT`]: SQLite calls the busy handler for most
+/// waits, but not for the switch of a new file to WAL, which two runs
+/// opening a new cache at once both make.
+fn patiently<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match f() {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// What `conn` holds, read in one transaction: another run may be laying
+/// out the same new file at this moment, and three separate reads could
+/// see half of its work.
 fn inspect(conn: &Connection) -> rusqlite::Result<Found> {
+    conn.execute_batch("BEGIN")?;
+    let found = read_header(conn);
+    // Only read: ending it cannot lose anything.
+    let _ = conn.execute_batch("COMMIT");
+    found
+}
+
+/// [`inspect`], inside a transaction the caller holds.
+fn read_header(conn: &Connection) -> rusqlite::Result<Found> {
     let app: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     let version: i32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
@@ -120,7 +151,7 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(classify)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
-        let fresh = match inspect(&conn).map_err(classify)? {
+        let fresh = match patiently(|| inspect(&conn)).map_err(classify)? {
             Found::Ours(SCHEMA_VERSION) => false,
             Found::Ours(v) => {
                 return Err(OpenError::Refused(format!(
@@ -138,7 +169,7 @@ impl Store {
         // lose the last transactions, never the database. A page cache of
         // 16 MiB and no memory map (the bundled default), so a scan of a
         // million rows does not put the whole file in the resident set.
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+        patiently(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)))
             .map_err(classify)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16384")
             .map_err(classify)?;
@@ -153,7 +184,7 @@ impl Store {
     /// time has done it first (the write lock orders the two).
     fn create(&self) -> rusqlite::Result<()> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let laid = match inspect(&self.conn) {
+        let laid = match read_header(&self.conn) {
             Ok(Found::Empty) => self.conn.execute_batch(&format!(
                 "{SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; \
                  PRAGMA user_version = {SCHEMA_VERSION}"
