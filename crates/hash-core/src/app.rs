@@ -171,9 +171,9 @@ fn hash(
 ) -> Exit {
     let start = Instant::now();
     // A file that is not a cache stops the run before anything is printed.
-    let mut cache = match config.cache.as_deref().map(Cache::open_for_run).transpose() {
-        Ok(cache) => cache.flatten(),
-        Err(exit) => return exit,
+    let opened = config.cache.as_deref().map(Cache::open_for_run);
+    let Ok(mut cache) = opened.transpose().map(Option::flatten) else {
+        return Exit::Usage;
     };
     // Sizes serve the progress total and sharding. Scheduling does without
     // them: a `stat` per file in the walk cost as much as 15 % of hashing a
@@ -182,21 +182,11 @@ fn hash(
     // come late in path order (then the largest of them finishes alone).
     let sizes = show_progress || shard.is_some();
     let mut plan = plan(config, paths, listed, sizes);
-    let mut shard = shard.map(|s| ShardRun::select(&mut plan.files, s));
-    if shard.as_ref().is_some_and(|s| s.shard.k != 0) {
-        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
-    }
-    // A shard's partial tree digest would mislead; the merge prints the whole one.
-    let out = &OutputOptions {
-        tree: out.tree && shard.is_none(),
-        ..*out
+    let (mut shard, out) = match select_shard(shard, &mut plan, out) {
+        Ok(selected) => selected,
+        Err(exit) => return exit,
     };
-    if let Some(s) = &shard {
-        let failed = !plan.errors.is_empty();
-        if let Err(exit) = shard_line(|o| s.write_header(o, out.tag, out.zero), failed) {
-            return exit;
-        }
-    }
+    let out = &out;
     let engine = &config.engine;
     let reading = engine.reading();
     let progress = show_progress.then(|| {
@@ -218,11 +208,12 @@ fn hash(
     let ran = match &mut cache {
         None => run_plan(engine, &plan.files, &reading, &mut deliver),
         Some(c) => {
+            let (reading, progress) = (&reading, progress.as_ref());
             let how = Cached {
                 engine,
-                reading: &reading,
+                reading,
                 prune,
-                progress: progress.as_ref(),
+                progress,
             };
             run_cached(c, &how, &plan, &mut deliver)
         }
@@ -264,12 +255,34 @@ fn hash(
             None => strategy.name().to_string(),
         };
         crate::show!("{}", summary.render(start.elapsed(), &name, workers));
-        if let Some(c) = counts {
-            crate::show!("{}", c.render());
-        }
+        counts.inspect(|c| crate::show!("{}", c.render()));
     }
     let changed = config.strict && counts.is_some_and(|c| c.changed > 0);
     Exit::from_failed(summary.errors > 0 || changed)
+}
+
+/// Keep `shard`'s part of `plan` and write its header line; the output
+/// options of a shard (no tree digest: a shard's partial one would mislead,
+/// the merge prints the whole one).
+fn select_shard(
+    shard: Option<Shard>,
+    plan: &mut walk::Plan,
+    out: &OutputOptions,
+) -> Result<(Option<ShardRun>, OutputOptions), Exit> {
+    let Some(shard) = shard else {
+        return Ok((None, *out));
+    };
+    let s = ShardRun::select(&mut plan.files, shard);
+    if s.shard.k != 0 {
+        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
+    }
+    let out = OutputOptions {
+        tree: false,
+        ..*out
+    };
+    let failed = !plan.errors.is_empty();
+    shard_line(|o| s.write_header(o, out.tag, out.zero), failed)?;
+    Ok((Some(s), out))
 }
 
 /// Write a shard's header or trailer line to stdout: `Err` with the exit
