@@ -62,12 +62,12 @@ PY
 
 for set in "tiny-$files" shards; do
     data=$work/data/$set
-    runs=5
+    runs=3
     [ "$set" = shards ] && runs=10
     echo "== $set"
     # The tree settles, then the first run of each case fills the page cache.
     sleep 1
-    hyperfine -N --style basic --warmup 1 --runs 3 --prepare "$clear_cache" \
+    hyperfine -N --style basic --warmup 1 --runs 2 --prepare "$clear_cache" \
         --export-json "$work/out/$set-first.json" \
         -n plain "$hasher $data" -n cached "$hasher --cache $cache $data" | grep -E '±|faster'
     $clear_cache
