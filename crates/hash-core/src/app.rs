@@ -6,11 +6,13 @@
 //! shards) runs with.
 
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::cache::Cache;
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
 use crate::diag;
@@ -21,7 +23,7 @@ use crate::merge;
 use crate::output::{OutputOptions, RunInfo, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
-use crate::strategy::{Engine, Job, Ran, Strategy};
+use crate::strategy::{Engine, Job, Outcome, Ran, Strategy};
 use crate::walk;
 
 pub use crate::exit::Exit;
@@ -168,6 +170,11 @@ fn hash(
     show_progress: bool,
 ) -> Exit {
     let start = Instant::now();
+    // A file that is not a cache stops the run before anything is printed.
+    let opened = config.cache.as_deref().map(Cache::open_for_run);
+    let Ok(mut cache) = opened.transpose().map(Option::flatten) else {
+        return Exit::Usage;
+    };
     // Sizes serve the progress total and sharding. Scheduling does without
     // them: a `stat` per file in the walk cost as much as 15 % of hashing a
     // tree of 4 KiB files, all of it before the first file was hashed, while
@@ -175,24 +182,11 @@ fn hash(
     // come late in path order (then the largest of them finishes alone).
     let sizes = show_progress || shard.is_some();
     let mut plan = plan(config, paths, listed, sizes);
-    let mut shard = shard.map(|s| ShardRun::select(&mut plan.files, s));
-    if shard.as_ref().is_some_and(|s| s.shard.k != 0) {
-        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
-    }
-    // A shard's partial tree digest would mislead; the merge prints the whole one.
-    let out = &OutputOptions {
-        tree: out.tree && shard.is_none(),
-        ..*out
+    let (mut shard, out) = match select_shard(shard, &mut plan, out) {
+        Ok(selected) => selected,
+        Err(exit) => return exit,
     };
-    if let Some(s) = &shard {
-        match s.write_header(&mut crate::stdio::stdout(), out.tag, out.zero) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Exit::from_failed(!plan.errors.is_empty());
-            }
-            Err(e) => return diag::write_failed(&e),
-        }
-    }
+    let out = &out;
     let engine = &config.engine;
     let reading = engine.reading();
     let progress = show_progress.then(|| {
@@ -203,12 +197,27 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    let ran = run_plan(engine, &plan.files, &reading, &mut |i, outcome| {
+    // A shard hashes only its part of what it walked: it prunes nothing.
+    let prune = shard.is_none();
+    let mut deliver = |i: usize, outcome: Outcome| {
         if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
             s.hashed(i, d);
         }
         writer.accept(i, outcome)
-    });
+    };
+    let ran = match &mut cache {
+        None => run_plan(engine, &plan.files, &reading, &mut deliver),
+        Some(c) => {
+            let (reading, progress) = (&reading, progress.as_ref());
+            let how = Cached {
+                engine,
+                reading,
+                prune,
+                progress,
+            };
+            run_cached(c, &how, &plan, &mut deliver)
+        }
+    };
     let (strategy, workers) = (engine.strategy(), engine.workers(plan.files.len()));
     let info = RunInfo {
         strategy: strategy.name(),
@@ -221,6 +230,8 @@ fn hash(
     if let Some(p) = progress {
         p.finish(); // before anything else goes to stderr
     }
+    let succeeded = summary.errors == 0 && !closed && write_error.is_none();
+    let counts = cache.as_mut().map(|c| c.finish(succeeded));
     if let Some(e) = &write_error {
         return diag::write_failed(e);
     }
@@ -230,13 +241,12 @@ fn hash(
         return Exit::from_failed(summary.errors > 0);
     }
     if let Some(s) = &shard {
-        let mut stdout = crate::stdio::stdout();
-        match s.write_trailer(&mut stdout, &plan.files, summary.errors, out.zero) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                return Exit::from_failed(summary.errors > 0);
-            }
-            Err(e) => return diag::write_failed(&e),
+        let errors = summary.errors;
+        if let Err(exit) = shard_line(
+            |o| s.write_trailer(o, &plan.files, errors, out.zero),
+            errors > 0,
+        ) {
+            return exit;
         }
     }
     if config.stats {
@@ -248,10 +258,87 @@ fn hash(
         if let Some(depth) = ran.in_flight {
             crate::show!("in flight: {depth}");
         }
+        counts.inspect(|c| crate::show!("{}", c.render()));
     }
-    if summary.errors > 0 {
-        Exit::Failure
-    } else {
-        Exit::Success
+    let changed = config.strict && counts.is_some_and(|c| c.changed > 0);
+    Exit::from_failed(summary.errors > 0 || changed)
+}
+
+/// Keep `shard`'s part of `plan` and write its header line; the output
+/// options of a shard (no tree digest: a shard's partial one would mislead,
+/// the merge prints the whole one).
+fn select_shard(
+    shard: Option<Shard>,
+    plan: &mut walk::Plan,
+    out: &OutputOptions,
+) -> Result<(Option<ShardRun>, OutputOptions), Exit> {
+    let Some(shard) = shard else {
+        return Ok((None, *out));
+    };
+    let s = ShardRun::select(&mut plan.files, shard);
+    if s.shard.k != 0 {
+        plan.errors.clear(); // every shard walked the same tree; shard 0 tells
     }
+    let out = OutputOptions {
+        tree: false,
+        ..*out
+    };
+    let failed = !plan.errors.is_empty();
+    shard_line(|o| s.write_header(o, out.tag, out.zero), failed)?;
+    Ok((Some(s), out))
+}
+
+/// Write a shard's header or trailer line to stdout: `Err` with the exit
+/// status when the run must end (a reader gone: quietly, with the status of
+/// `failed`; any other failure: reported).
+fn shard_line(
+    write: impl FnOnce(&mut crate::stdio::Stdout) -> io::Result<()>,
+    failed: bool,
+) -> Result<(), Exit> {
+    match write(&mut crate::stdio::stdout()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Exit::from_failed(failed)),
+        Err(e) => Err(diag::write_failed(&e)),
+    }
+}
+
+/// How a cached run hashes its misses.
+struct Cached<'a> {
+    engine: &'a Engine,
+    reading: &'a Arc<Reading>,
+    /// Whether entries the walk did not see may be pruned at the end.
+    prune: bool,
+    progress: Option<&'a Progress>,
+}
+
+/// Run `plan` through `cache`: the files it answers for go to `sink` from
+/// the lookup, the rest are hashed by the engine (and recorded) as usual.
+fn run_cached(
+    cache: &mut Cache,
+    how: &Cached<'_>,
+    plan: &walk::Plan,
+    sink: &mut crate::strategy::Sink<'_>,
+) -> Ran {
+    let files = &plan.files;
+    let misses = match cache.lookup(files, &plan.dirs, how.prune, sink) {
+        ControlFlow::Continue(misses) => misses,
+        ControlFlow::Break(()) => return Ran::default(),
+    };
+    if misses == 0 {
+        return Ran::default();
+    }
+    let (engine, reading, progress) = (how.engine, how.reading, how.progress);
+    if misses == files.len() {
+        // Nothing answered (a first run): the plan itself, no copy.
+        return run_plan(engine, files, reading, &mut |i, outcome| {
+            cache.hashed(i, &files[i], &outcome, progress);
+            sink(i, outcome)
+        });
+    }
+    let jobs: Vec<Job> = (0..misses).map(|k| files[cache.miss(k)].clone()).collect();
+    run_plan(engine, &jobs, reading, &mut |k, outcome| {
+        let i = cache.miss(k);
+        cache.hashed(k, &files[i], &outcome, progress);
+        sink(i, outcome)
+    })
 }

@@ -18,6 +18,7 @@ use crate::strategy::{Engine, Strategy};
 
 /// Options every `hash-*` binary has.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("strict_with").args(["check", "cache"]).multiple(true)))]
 pub struct CommonArgs {
     /// Files or directories to hash (directories recursively), '-' for standard input
     /// [default: -]; with --check, manifests.
@@ -81,6 +82,13 @@ pub struct CommonArgs {
     #[arg(long)]
     pub no_mmap: bool,
 
+    /// Keep each file's digest in the SQLite database PATH (made if missing) and read only
+    /// the files whose size, times, inode or device changed since. Not with --check, which
+    /// always reads the data. See the README.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["check", "list", "merge"],
+          value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
+    pub cache: Option<PathBuf>,
+
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: CheckArgs,
@@ -112,8 +120,9 @@ pub struct CheckArgs {
     #[arg(short = 'w', long, requires = "check", overrides_with_all = ["quiet", "status"])]
     pub warn: bool,
 
-    /// With --check: exit non-zero for improperly formatted lines.
-    #[arg(long, requires = "check")]
+    /// With --check: exit non-zero for improperly formatted lines. With --cache: exit
+    /// non-zero if a file changed while it was being read.
+    #[arg(long, requires = "strict_with")]
     pub strict: bool,
 
     /// With --check: don't fail or report status for missing files.
@@ -160,6 +169,11 @@ pub struct Config {
     pub mode: Mode,
     /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
     pub scale: crate::shard::Scale,
+    /// `--cache PATH`: the metadata cache of a hashing run.
+    pub cache: Option<PathBuf>,
+    /// `--strict` in a hashing run: a file that changed while it was read
+    /// fails the run.
+    pub strict: bool,
 }
 
 fn examples(tool: &str, strategy: Strategy) -> String {
@@ -268,6 +282,8 @@ fn resolve(common: CommonArgs, engine: Engine) -> Config {
         engine,
         mode,
         scale: common.scale.into(),
+        strict: common.check.strict && !common.check.check,
+        cache: common.cache,
     }
 }
 
@@ -410,6 +426,27 @@ mod tests {
                 tree: true
             })
         );
+    }
+
+    #[test]
+    fn cache_is_for_hashing_and_strict_needs_check_or_cache() {
+        let cmd = || command("hash-threads", Strategy::Threads);
+        for refused in [
+            &["x", "--cache", "c", "-c", "m"][..],
+            &["x", "--cache", "c", "--list", "d"],
+            &["x", "--cache", "c", "--merge", "s"],
+            &["x", "--strict", "d"],
+        ] {
+            assert!(cmd().try_get_matches_from(refused).is_err(), "{refused:?}");
+        }
+        let c = threads_config(&["x", "--cache", "c", "--strict", "--tree", "--json", "d"]);
+        assert_eq!(c.cache, Some(PathBuf::from("c")));
+        assert!(c.strict);
+        let c = threads_config(&["x", "-c", "--strict", "m"]);
+        assert!(!c.strict, "check mode's --strict is its own");
+        assert!(matches!(c.mode, Mode::Check(o) if o.strict));
+        let c = threads_config(&["x", "--cache", "c", "--shard", "1/2", "--files-from", "l"]);
+        assert!(c.cache.is_some() && !c.strict);
     }
 
     #[test]

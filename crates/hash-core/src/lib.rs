@@ -17,10 +17,13 @@
 //! - [`diag`]: every message on stderr, `program: ...`, written once.
 //! - [`limits`]: the process-wide settings a binary opts in to (the library
 //!   itself changes no process state).
+//! - [`cache`]: `--cache`, the metadata cache that lets unchanged files go
+//!   unread, between the walk and the strategies.
 //! - [`filelist`], [`shard`], [`merge`]: scale-out over cluster engines (`--list`,
 //!   `--shard K/N`, `--merge`), giving exactly the single-machine output.
 
 pub mod app;
+pub mod cache;
 pub mod check;
 pub mod checkline;
 pub mod cli;

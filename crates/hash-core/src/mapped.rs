@@ -268,9 +268,17 @@ pub fn mappable(file: &impl AsFd) -> bool {
     match rustix::fs::fstatfs(file) {
         // (`f_type` is an i64 here, an i32 or u32 on other targets: the
         // magic numbers are its low 32 bits everywhere.)
-        Ok(st) => !FRAGILE.iter().any(|&(_, magic)| st.f_type as u32 == magic),
+        Ok(st) => !is_remote(st.f_type as u32),
         Err(_) => false,
     }
+}
+
+/// Whether the `statfs` type `f_type` (its low 32 bits) is a network or
+/// user-space file system, one of the [`FRAGILE`] ones. The metadata cache
+/// asks too: there, inode numbers are not stable and timestamps come from
+/// another clock (see `crate::cache`).
+pub fn is_remote(f_type: u32) -> bool {
+    FRAGILE.iter().any(|&(_, magic)| f_type == magic)
 }
 
 /// Announce that `len` bytes at `offset` will be read soon (a hint).

@@ -50,6 +50,9 @@ pub struct Plan {
     pub errors: Vec<Error>,
     /// Entries that are not regular files or directories (links, FIFOs, ...).
     pub skipped: Vec<Skipped>,
+    /// The roots walked as directories, as given (the cache prunes below
+    /// them what the walk no longer finds).
+    pub dirs: Vec<PathBuf>,
     /// Directory descriptors kept open for the files so far: one budget
     /// over every root of the walk (see [`DIR_FDS_KEPT`]).
     dir_fds_kept: usize,
@@ -113,6 +116,7 @@ fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
         plan.errors.push(Error::new(root, ErrorKind::NotRegular));
         return;
     }
+    plan.dirs.push(root.to_path_buf());
     // Entries below the root are `root.join(..)`: the relative part starts
     // after the root and the separator `join` adds (none if it ends in '/').
     let root_len = path_bytes(root).len();

@@ -1,0 +1,299 @@
+//! `--cache PATH`: re-hash only the files whose metadata changed since their
+//! digest was recorded, without ever printing a digest the file would not
+//! give now.
+//!
+//! The cache sits in the shared pipeline, between the walk and the engine,
+//! so every strategy gets it and no cached file reaches a worker:
+//!
+//! 1. [`Cache::lookup`]: every planned file is paired with its entry
+//!    ([`key`]: by absolute path; [`store`]: SQLite), `stat`ed, and judged
+//!    ([`rule`]: same size, mtime, ctime, inode and device, and not racy).
+//!    Unchanged files go straight to the writer with their recorded digest;
+//!    the rest are the misses, each with its metadata from before hashing.
+//! 2. The engine hashes the misses. [`Cache::hashed`] `stat`s each file
+//!    again: a file whose metadata moved while it was read is reported
+//!    (`PATH: changed while being read`) and not recorded; one whose
+//!    timestamps are too fresh to trust (racy) is not recorded either; the
+//!    rest are recorded, in batches of one transaction each.
+//! 3. [`Cache::finish`]: the last batch is written, and after a run that
+//!    failed nothing (no file or directory error, output written to its
+//!    end), the entries under the walked directories that the walk did not
+//!    see are deleted.
+//!
+//! A cache that cannot be read or written (a read-only location, a full
+//! disk) only costs speed: the run says so once and goes on without it. A
+//! file that is not a cache is refused before anything is printed (see
+//! [`store`]). The rules and their reasons are in docs/cache.md.
+
+use std::io;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, ErrorKind};
+use crate::exit::Exit;
+use crate::progress::Progress;
+use crate::strategy::{Job, Outcome};
+
+mod key;
+mod lookup;
+pub mod rule;
+mod store;
+
+pub use store::{OpenError, APPLICATION_ID, SCHEMA_VERSION};
+
+use key::Group;
+use lookup::{Filesystems, Verdict};
+use rule::{Entry, Stamp};
+use store::{Record, Store};
+
+/// Records written in one transaction.
+const BATCH: usize = 4096;
+
+/// What a run did with the cache, for `--stats` and the exit status.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Files answered from the cache, not read.
+    pub unchanged: u64,
+    /// Files handed to the engine to hash.
+    pub hashed: u64,
+    /// Digests recorded.
+    pub recorded: u64,
+    /// Files whose metadata moved while they were read (not recorded).
+    pub changed: u64,
+    /// Entries deleted because the walk no longer found their files.
+    pub pruned: u64,
+    /// Entries whose check failed (re-hashed, and replaced).
+    pub damaged: u64,
+}
+
+impl Counts {
+    /// The `--stats` line.
+    pub fn render(&self) -> String {
+        format!(
+            "cache: {} unchanged (not read), {} hashed, {} recorded, {} changed while read, {} pruned",
+            self.unchanged, self.hashed, self.recorded, self.changed, self.pruned
+        )
+    }
+}
+
+/// A miss: a file to hash, and what is needed to record it.
+#[derive(Debug, Clone, Copy)]
+struct Miss {
+    group: u32,
+    before: Option<Stamp>,
+}
+
+/// The cache of one run.
+#[derive(Debug)]
+pub struct Cache {
+    /// `None` once it failed: the run goes on without it.
+    store: Option<Store>,
+    path: PathBuf,
+    /// The moment this run started looking (before any `stat`), which
+    /// every record of this run carries.
+    recorded_ns: i64,
+    groups: Vec<Group>,
+    /// The misses, by plan index, in plan order.
+    misses: Vec<(u32, Miss)>,
+    pending: Vec<Record>,
+    unseen: Vec<Vec<u8>>,
+    fs: Filesystems,
+    /// What happened so far.
+    pub counts: Counts,
+}
+
+impl Cache {
+    /// Open the cache at `path`.
+    pub fn open(path: &Path) -> Result<Cache, OpenError> {
+        Ok(Cache {
+            store: Some(Store::open(path)?),
+            path: path.to_path_buf(),
+            recorded_ns: 0,
+            groups: Vec::new(),
+            misses: Vec::new(),
+            pending: Vec::new(),
+            unseen: Vec::new(),
+            fs: Filesystems::default(),
+            counts: Counts::default(),
+        })
+    }
+
+    /// Say that the cache failed for `why`, and go on without it.
+    fn give_up(&mut self, why: &str) {
+        if self.store.take().is_some() {
+            crate::show!(
+                "warning: {}: {why}; going on without the cache",
+                crate::quote::quoted(&self.path)
+            );
+        }
+        self.pending.clear();
+    }
+
+    /// Open the cache at `path` for a run: `Ok(None)` when it cannot be
+    /// used (said on stderr: the run goes on without it), `Err` with the
+    /// exit status when the file is not a cache (said on stderr, with how to
+    /// start afresh: the run stops before printing anything).
+    pub fn open_for_run(path: &Path) -> Result<Option<Cache>, Exit> {
+        match Cache::open(path) {
+            Ok(cache) => Ok(Some(cache)),
+            Err(OpenError::Unavailable(why)) => {
+                crate::show!(
+                    "warning: {}: {why}; going on without the cache",
+                    crate::quote::quoted(path)
+                );
+                Ok(None)
+            }
+            Err(OpenError::Refused(why)) => {
+                crate::show!(
+                    "{}: {why}; remove it (or name another file with --cache) to start afresh",
+                    crate::quote::quoted(path)
+                );
+                Err(Exit::Usage)
+            }
+        }
+    }
+
+    /// Judge every file of `files` (the plan; `dirs` are its roots walked as
+    /// directories): the unchanged ones go to `sink` with their recorded
+    /// digest; the rest, the misses, are to be hashed, in the order of
+    /// [`Cache::miss`] (plan order), and passed to [`Cache::hashed`] with
+    /// their place in that order. Returns how many there are. With `prune`,
+    /// the entries under `dirs` the walk did not see are noted, to be deleted
+    /// by [`Cache::finish`]. `Break`: the sink stopped the run.
+    pub fn lookup(
+        &mut self,
+        files: &[Job],
+        dirs: &[PathBuf],
+        prune: bool,
+        sink: &mut crate::strategy::Sink<'_>,
+    ) -> ControlFlow<(), usize> {
+        self.recorded_ns = now_ns();
+        self.groups = key::groups(files, dirs, &key::cwd());
+        let mut answered = vec![false; files.len()];
+        let mut misses = Vec::new();
+        let mut broke = false;
+        if let Some(store) = &self.store {
+            let unchanged = &mut self.counts.unchanged;
+            let scanned = lookup::lookup(store, files, &self.groups, prune, &mut |f| {
+                answered[f.index as usize] = true;
+                match f.verdict {
+                    Verdict::Hit(d) => {
+                        *unchanged += 1;
+                        let flow = sink(f.index as usize, Ok(d));
+                        broke |= flow.is_break();
+                        flow
+                    }
+                    Verdict::Miss(before) => {
+                        let group = f.group;
+                        misses.push((f.index, Miss { group, before }));
+                        ControlFlow::Continue(())
+                    }
+                }
+            });
+            self.counts.damaged = scanned.damaged;
+            self.unseen = scanned.unseen;
+            if let Some(e) = scanned.error {
+                self.give_up(&format!("cannot be read ({})", store::reason(&e)));
+            }
+        }
+        if broke {
+            return ControlFlow::Break(());
+        }
+        // A file without a verdict (standard input, or one a `stat` thread
+        // lost to a bug) is a miss with nothing to record.
+        let nothing = Miss {
+            group: u32::MAX,
+            before: None,
+        };
+        let left = answered.iter().enumerate().filter(|(_, a)| !**a);
+        misses.extend(left.map(|(i, _)| (i as u32, nothing)));
+        misses.sort_unstable_by_key(|m| m.0);
+        self.counts.hashed = misses.len() as u64;
+        self.misses = misses;
+        ControlFlow::Continue(self.misses.len())
+    }
+
+    /// The plan index of the `k`-th miss.
+    pub fn miss(&self, k: usize) -> usize {
+        self.misses[k].0 as usize
+    }
+
+    /// Take the outcome of the `k`-th miss, `job`: record its digest if the file held still while it was read
+    /// and is not too fresh to trust; say so if it did not hold still.
+    pub fn hashed(&mut self, k: usize, job: &Job, outcome: &Outcome, progress: Option<&Progress>) {
+        let Ok(d) = outcome else { return };
+        let miss = self.misses[k].1;
+        let (Some(before), Some(group)) = (miss.before, self.groups.get(miss.group as usize))
+        else {
+            return;
+        };
+        let Some(after) = lookup::stat(job) else {
+            return; // gone since: nothing to vouch for
+        };
+        let rules = self.fs.rules(job, &after);
+        if !rule::held_still(&before, &after, d.size, rules) {
+            self.counts.changed += 1;
+            let why = io::Error::other("changed while being read");
+            crate::diag::path_error(&Error::new(job.path.clone(), ErrorKind::Io(why)), progress);
+            return;
+        }
+        if self.store.is_none() || rule::racy(&before, self.recorded_ns, rules) {
+            return; // too fresh: the next run records it
+        }
+        self.pending.push(Record {
+            key: group.key(job),
+            entry: Entry {
+                stamp: before,
+                digest: d.digest,
+                recorded_ns: self.recorded_ns,
+            },
+        });
+        if self.pending.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// Write the records waiting for their batch.
+    fn flush(&mut self) {
+        let Some(store) = &mut self.store else {
+            self.pending.clear();
+            return;
+        };
+        match store.insert(&self.pending) {
+            Ok(()) => self.counts.recorded += self.pending.len() as u64,
+            Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
+        }
+        self.pending.clear();
+    }
+
+    /// End the run: write what waits, and, if the run `succeeded` (no file
+    /// or directory failed, the output was written to its end), prune the
+    /// entries noted by [`Cache::lookup`]. An interrupted or failed run
+    /// prunes nothing.
+    pub fn finish(&mut self, succeeded: bool) -> Counts {
+        self.flush();
+        let unseen = std::mem::take(&mut self.unseen);
+        if let (true, false, Some(store)) = (succeeded, unseen.is_empty(), &mut self.store) {
+            match store.delete(&unseen) {
+                Ok(()) => self.counts.pruned = unseen.len() as u64,
+                Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
+            }
+        }
+        if self.counts.damaged > 0 {
+            crate::show!(
+                "warning: {}: {} entries failed their check; those files were hashed again",
+                crate::quote::quoted(&self.path),
+                self.counts.damaged
+            );
+        }
+        self.counts
+    }
+}
+
+/// Our clock, in nanoseconds since the epoch.
+fn now_ns() -> i64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(t.as_nanos()).unwrap_or(i64::MAX)
+}
