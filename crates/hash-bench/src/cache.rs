@@ -95,30 +95,12 @@ impl ResidencySample {
 
     /// Append this sample as one JSON line to `path`.
     pub fn append_to(&self, path: &Path) -> Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        let mut line = serde_json::to_string(self)?;
-        line.push('\n');
-        f.write_all(line.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))
+        crate::util::append_json_line(path, self)
     }
 
     /// Read every sample of a `--record` file (missing file: none).
     pub fn read_all(path: &Path) -> Result<Vec<ResidencySample>> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        text.lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                serde_json::from_str(l).with_context(|| format!("bad line in {}", path.display()))
-            })
-            .collect()
+        crate::util::read_json_lines(path)
     }
 }
 

@@ -21,7 +21,6 @@
 //! a warm one that moved over 5 %.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -359,28 +358,12 @@ fn alive(pid: i32) -> bool {
 
 /// Append `s` to `path` as one JSON line.
 pub fn append_sample(path: &Path, s: &LinkSample) -> Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    let mut line = serde_json::to_string(s)?;
-    line.push('\n');
-    f.write_all(line.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+    crate::util::append_json_line(path, s)
 }
 
 /// Every sample of a link record (missing file: none).
 pub fn read_samples(path: &Path) -> Result<Vec<LinkSample>> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).with_context(|| format!("bad line in {}", path.display())))
-        .collect()
+    crate::util::read_json_lines(path)
 }
 
 #[cfg(test)]

@@ -193,6 +193,40 @@ pub fn human_secs(secs: f64) -> String {
     }
 }
 
+/// Append `value` to `path` as one JSON line (a record read back by [`read_json_lines`]).
+pub fn append_json_line<T: serde::Serialize>(
+    path: &std::path::Path,
+    value: &T,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut line = serde_json::to_string(value)?;
+    line.push('\n');
+    f.write_all(line.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// Every line of a JSON-lines record (a missing file has none).
+pub fn read_json_lines<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+) -> anyhow::Result<Vec<T>> {
+    use anyhow::Context;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("bad line in {}", path.display())))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

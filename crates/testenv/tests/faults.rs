@@ -377,6 +377,11 @@ fn network_tree(big: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     t.file(b"a", b"small\n");
     t.file(b"dir/b", &pattern(100_000));
     t.file(b"dir/big", &pattern(big));
+    mounted(t)
+}
+
+/// `t` and its sshfs mount; `None` (after saying why) where none can be made.
+fn mounted(t: Tree) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     match testenv::sshfs::Sshfs::mount(t.root()) {
         Ok(fs) => Some((t, fs)),
         Err(why) => {
@@ -455,13 +460,7 @@ fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     for i in 0..n {
         t.file(format!("d{}/f{i}", i % 4).as_bytes(), &pattern(100 + i));
     }
-    match testenv::sshfs::Sshfs::mount(t.root()) {
-        Ok(fs) => Some((t, fs)),
-        Err(why) => {
-            eprintln!("skipped: no network mount here: {why}");
-            None
-        }
-    }
+    mounted(t)
 }
 
 #[test]
