@@ -177,9 +177,15 @@ pub struct OpenWatch {
 impl OpenWatch {
     /// Start watching `path`; opens from now on count.
     pub fn new(path: &std::path::Path) -> OpenWatch {
+        OpenWatch::on(path, rustix::fs::inotify::WatchFlags::OPEN)
+    }
+
+    /// Start watching `path` for the events `what` (for a directory, its
+    /// entries' events too, such as `MODIFY` of a file in it).
+    pub fn on(path: &std::path::Path, what: rustix::fs::inotify::WatchFlags) -> OpenWatch {
         use rustix::fs::inotify;
         let fd = inotify::init(inotify::CreateFlags::CLOEXEC).expect("inotify_init1");
-        inotify::add_watch(&fd, path, inotify::WatchFlags::OPEN)
+        inotify::add_watch(&fd, path, what)
             .unwrap_or_else(|e| panic!("inotify_add_watch {}: {e}", path.display()));
         let (tx, opens) = mpsc::channel();
         // One message per read, which holds at least one event. The thread ends

@@ -24,13 +24,32 @@ use std::time::Duration;
 
 use testenv::*;
 
-/// Wait until the files of `root` are old enough to be recorded: their
-/// timestamps clearly older than the next run (two seconds where the
-/// filesystem keeps whole seconds only).
+/// Wait until the files of `root` are old enough to be recorded: the clock
+/// past their newest timestamp by more than the racy window (two seconds
+/// where the filesystem keeps whole seconds only). What is awaited is the
+/// clock itself, so the wait is measured from the files' own times, not
+/// guessed from when this function was called.
 fn settle(root: &Path) {
     let meta = fs::metadata(root).unwrap();
     let whole = meta.mtime_nsec() == 0 && meta.ctime_nsec() == 0;
-    std::thread::sleep(Duration::from_millis(if whole { 2200 } else { 200 }));
+    let window = Duration::from_millis(if whole { 2200 } else { 200 });
+    let until = newest_change(root) + window;
+    while let Ok(left) = until.duration_since(std::time::SystemTime::now()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// The latest mtime or ctime of `path` and everything under it.
+fn newest_change(path: &Path) -> std::time::SystemTime {
+    let m = fs::symlink_metadata(path).unwrap();
+    let at = |s: i64, ns: i64| std::time::UNIX_EPOCH + Duration::new(s as u64, ns as u32);
+    let mut newest = at(m.mtime(), m.mtime_nsec()).max(at(m.ctime(), m.ctime_nsec()));
+    if m.is_dir() {
+        for e in fs::read_dir(path).unwrap() {
+            newest = newest.max(newest_change(&e.unwrap().path()));
+        }
+    }
+    newest
 }
 
 /// The `cache:` counts of a run with `--stats`: unchanged, hashed,
@@ -317,6 +336,11 @@ fn a_run_killed_while_it_writes_the_cache_loses_nothing() {
         let dir = scratch();
         let cache = dir.path().join("cache.db");
         let wal = dir.path().join("cache.db-wal");
+        // Every write of the log from the start on wakes the wait below.
+        let written = OpenWatch::on(
+            dir.path(),
+            rustix::fs::inotify::WatchFlags::MODIFY | rustix::fs::inotify::WatchFlags::CREATE,
+        );
         let mut child = env
             .command()
             .args(cached(&cache, &[root]))
@@ -327,10 +351,8 @@ fn a_run_killed_while_it_writes_the_cache_loses_nothing() {
         // The first batch of records is committed once a few thousand files
         // are hashed (the log then holds far more than the empty schema's
         // few pages): kill it then, in the middle of the run.
-        let deadline = std::time::Instant::now() + hang_limit();
         while fs::metadata(&wal).map_or(0, |m| m.len()) < 128 * 1024 {
-            assert!(std::time::Instant::now() < deadline, "no cache written");
-            std::thread::sleep(Duration::from_millis(1));
+            written.wait("the cache's log to grow");
         }
         kill(child.id());
         let status = wait_status(&mut child, "the killed run");
