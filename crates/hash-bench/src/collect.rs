@@ -50,11 +50,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
                 plan::export_path(work, &b.id).display()
             );
         }
-        let d = plan
-            .datasets
-            .iter()
-            .find(|d| d.spec.name == b.dataset)
-            .context("planned dataset")?;
+        let d = plan.dataset(&b.dataset)?;
         let limits = Limits {
             warm_max_resident_percent: plan
                 .memory_limit_bytes
@@ -289,11 +285,7 @@ fn read_rss(path: &Path) -> Result<Option<RssSample>> {
 /// A planned benchmark with what its records say. `speedup_vs_serial` is left for
 /// [`set_speedups`], which sees every benchmark.
 fn planned_benchmark(plan: &Plan, b: &PlanEntry, m: Measured) -> BenchmarkResult {
-    let d: &PlanDataset = plan
-        .datasets
-        .iter()
-        .find(|d| d.spec.name == b.dataset)
-        .expect("planned dataset");
+    let d: &PlanDataset = plan.dataset(&b.dataset).expect("planned dataset");
     let algorithm = plan
         .programs
         .iter()

@@ -321,11 +321,7 @@ fn maxrss(a: MaxrssArgs) -> Result<()> {
     let sample = match (a.work, a.id) {
         (Some(work), Some(id)) => {
             let plan = plan::read(&work)?;
-            let b = plan
-                .benchmarks
-                .iter()
-                .find(|b| b.id == id)
-                .with_context(|| format!("no benchmark {id} in the plan"))?;
+            let b = plan.benchmark(&id)?;
             let root = Path::new(&plan.data_root);
             let before = if b.cache == Cache::Cold && plan.location.is_network() {
                 net::remount(&plan, &work, &b.dataset)?;

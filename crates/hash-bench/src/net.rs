@@ -56,20 +56,11 @@ pub fn serve(plan: &Plan, work: &Path, dataset: &str) -> Result<()> {
 /// counts are the proof.
 pub fn prepare(work: &Path, id: &str, fresh: bool) -> Result<()> {
     let plan = plan::read(work)?;
-    let b = plan
-        .benchmarks
-        .iter()
-        .find(|b| b.id == id)
-        .with_context(|| format!("no benchmark {id} in the plan"))?;
+    let b = plan.benchmark(id)?;
     let daemon = Daemon::of(work);
     let (action, previous_end, start, residency) = if fresh {
         let end = remount(&plan, work, &b.dataset)?;
-        let d = plan
-            .datasets
-            .iter()
-            .find(|d| d.spec.name == b.dataset)
-            .context("planned dataset")?;
-        let files = d.spec.files();
+        let files = plan.dataset(&b.dataset)?.spec.files();
         let empty = Residency {
             files: files.len() as u64,
             resident_pages: 0,

@@ -324,6 +324,22 @@ impl Plan {
     pub fn source_root(&self) -> &Path {
         Path::new(&self.location.source_root)
     }
+
+    /// The planned dataset called `name`.
+    pub fn dataset(&self, name: &str) -> Result<&PlanDataset> {
+        self.datasets
+            .iter()
+            .find(|d| d.spec.name == name)
+            .with_context(|| format!("dataset {name} is not in the plan"))
+    }
+
+    /// The planned benchmark `id`.
+    pub fn benchmark(&self, id: &str) -> Result<&PlanEntry> {
+        self.benchmarks
+            .iter()
+            .find(|b| b.id == id)
+            .with_context(|| format!("no benchmark {id} in the plan"))
+    }
 }
 
 /// Which peers to race.

@@ -39,11 +39,7 @@ pub fn record_path(work: &Path, dataset: &str) -> std::path::PathBuf {
 
 /// Run and compare every hashrace command of `dataset`; write the record on success.
 pub fn verify(plan: &Plan, work: &Path, dataset: &str) -> Result<Verified> {
-    let d = plan
-        .datasets
-        .iter()
-        .find(|d| d.spec.name == dataset)
-        .with_context(|| format!("dataset {dataset} is not in the plan"))?;
+    let d = plan.dataset(dataset)?;
     let mut commands: Vec<(&str, &Vec<String>)> = Vec::new();
     for b in plan.benchmarks.iter().filter(|b| {
         b.dataset == dataset
