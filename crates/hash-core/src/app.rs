@@ -258,6 +258,10 @@ fn hash(
         if let Some(depth) = ran.in_flight {
             crate::show!("in flight: {depth}");
         }
+        let (way, samples) = reading.data_path();
+        if let Some(line) = crate::datapath::describe(reading.policy().path, way, &samples) {
+            crate::show!("{line}");
+        }
         counts.inspect(|c| crate::show!("{}", c.render()));
     }
     let changed = config.strict && counts.is_some_and(|c| c.changed > 0);

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
 use crate::check::CheckOptions;
+use crate::datapath::DataPath;
 use crate::hasher::ReadPolicy;
 use crate::output::OutputOptions;
 use crate::strategy::{Engine, Strategy};
@@ -77,10 +78,17 @@ pub struct CommonArgs {
     #[arg(long, overrides_with = "progress")]
     pub no_progress: bool,
 
-    /// Read every file with read(); never memory-map large files (for file systems that
-    /// misbehave under mmap, such as some network and FUSE mounts).
-    #[arg(long)]
+    /// Read every file with read(); never memory-map large files. The same as
+    /// --data-path read.
+    #[arg(long, conflicts_with = "data_path")]
     pub no_mmap: bool,
+
+    /// How large files already in memory reach SHA-256: hashed in place through
+    /// memory-mapped windows (map), or copied with read() into a buffer that stays in the
+    /// CPU's cache (read). The faster one depends on the machine; auto times both on the
+    /// run's first large files and keeps the faster (--stats names it).
+    #[arg(long, value_enum, value_name = "WAY", default_value_t = DataPath::Auto)]
+    pub data_path: DataPath,
 
     /// Keep each file's digest in the SQLite database PATH (made if missing) and read only
     /// the files whose size, times, inode or device changed since. Not with --check, which
@@ -237,7 +245,11 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
 fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Error> {
     let common = CommonArgs::from_arg_matches(m)?;
     let read = ReadPolicy {
-        mmap: !common.no_mmap,
+        path: if common.no_mmap {
+            DataPath::Read
+        } else {
+            common.data_path
+        },
     };
     let engine = Engine::new((strategy.def().runner)(m)?, read);
     Ok(resolve(common, engine))
@@ -365,11 +377,11 @@ mod tests {
                 engine.contains("Async { workers: 3, io: Pool, max_in_flight: Some(9) }"),
                 "{engine}"
             );
-            assert!(!c.engine.read_policy().mmap, "{mode:?}");
+            assert!(!c.engine.read_policy().may_map(), "{mode:?}");
             let c = parse(&[&["x"][..], mode].concat());
             let engine = format!("{:?}", c.engine);
             assert!(engine.contains("io: Auto"), "{engine}");
-            assert!(c.engine.read_policy().mmap, "{mode:?}");
+            assert_eq!(c.engine.read_policy().path, DataPath::Auto, "{mode:?}");
         }
     }
 

@@ -7,7 +7,8 @@
 //! written once here, so the four cannot drift apart and their outputs stay
 //! byte-identical. The layering, from the bottom:
 //!
-//! - [`hasher`]: open one file without blocking and stream it through SHA-256.
+//! - [`hasher`]: open one file without blocking and stream it through SHA-256;
+//!   [`datapath`] measures whether large cached files are mapped or read.
 //! - [`walk`]: turn the command-line paths into a sorted [`walk::Plan`] of files.
 //! - [`strategy`]: the four ways of running a plan, each a value with its own
 //!   settings ([`strategy::Runner`]), held by the one [`Engine`] a run uses.
@@ -27,6 +28,7 @@ pub mod cache;
 pub mod check;
 pub mod checkline;
 pub mod cli;
+pub mod datapath;
 pub mod diag;
 pub mod error;
 pub mod escape;

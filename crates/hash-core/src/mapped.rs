@@ -1,10 +1,10 @@
 //! Hash large files through bounded memory-mapped windows.
 //!
-//! One SHA-256 stream runs on one core at ~1.3 GB/s, and copying the data out
-//! of the page cache with `read()` costs a fifth of that again on the same
-//! core: `hash-serial` reached ~85–91 % of the one-core rate on large files,
-//! and two cores ~80 % of the two-core rate. Mapping the page cache instead
-//! costs no copy: each [`WINDOW`] is mapped with `MAP_POPULATE` (page-table
+//! Copying data out of the page cache with `read()` costs a fifth of hashing
+//! it again on the same core; mapping the page cache costs no copy, but
+//! SHA-256 then reads from memory instead of from the L2 cache, which on some
+//! machines costs more than the copy saved. [`crate::datapath`] measures which
+//! way wins on the machine; this module is the mapped way. Each [`WINDOW`] is mapped with `MAP_POPULATE` (page-table
 //! entries filled in one call, no fault per page), hashed, and unmapped, so
 //! memory stays bounded whatever the file's size. Before a window is hashed
 //! the next one is announced with `POSIX_FADV_WILLNEED`, so on cold data the

@@ -98,9 +98,9 @@ impl Runner for Procs {
 /// starts.
 pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 
-/// Set to `0` in a worker's environment when the run must not map files
-/// (`--no-mmap`): the workers read by the parent's policy.
-const WORKER_MMAP_ENV: &str = "HASHRACE_PROCS_WORKER_MMAP";
+/// The run's `--data-path` in a worker's environment: the workers read by the
+/// parent's policy (each measures for itself under `auto`).
+const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
 
 /// Files a worker always holds when there is work: one hashing, one queued, so
 /// it never waits for the parent between two files.

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 
 use super::wire::{read_response, write_request};
 use super::{
-    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_ENV, WORKER_MMAP_ENV,
+    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_DATA_PATH_ENV, WORKER_ENV,
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
@@ -49,7 +49,7 @@ struct Worker {
 struct Pool<'a, 's> {
     exe: PathBuf,
     /// Whether workers may map files (the run's read policy).
-    mmap: bool,
+    data_path: crate::datapath::DataPath,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -93,7 +93,7 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
     let (events, rx) = mpsc::channel();
     let mut pool = Pool {
         exe,
-        mmap: reading.policy().mmap,
+        data_path: reading.policy().path,
         files,
         sink,
         queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
@@ -202,7 +202,7 @@ impl Pool<'_, '_> {
         let parent = std::process::id();
         let mut cmd = Command::new(&self.exe);
         cmd.env(WORKER_ENV, parent.to_string())
-            .env(WORKER_MMAP_ENV, if self.mmap { "1" } else { "0" })
+            .env(WORKER_DATA_PATH_ENV, self.data_path.name())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

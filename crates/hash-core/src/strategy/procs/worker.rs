@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::wire::{read_request, write_response, Request};
-use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_MMAP_ENV};
+use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_DATA_PATH_ENV};
+use crate::datapath::DataPath;
 use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
 
@@ -44,8 +45,12 @@ pub fn worker_main() -> ExitCode {
     };
     let mut input = BufReader::new(File::from(input));
     let mut output = BufWriter::new(File::from(output));
-    let mmap = std::env::var_os(WORKER_MMAP_ENV).is_none_or(|v| v != "0");
-    let reading = Reading::new(ReadPolicy { mmap });
+    let path = std::env::var(WORKER_DATA_PATH_ENV).ok();
+    let path = path
+        .as_deref()
+        .and_then(DataPath::named)
+        .unwrap_or_default();
+    let reading = Reading::new(ReadPolicy { path });
     let _hashing = reading.hashing();
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
