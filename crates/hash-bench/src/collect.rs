@@ -78,7 +78,10 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
         commit: plan.commit.clone(),
         harness_commit: plan.harness_commit.clone(),
         // The disk under the data (a network location's mount is gone by now).
-        machine: crate::machine::collect(plan.source_root()),
+        machine: crate::machine::Machine {
+            openssl_sha256_mib_s: crate::machine::openssl_sha256(),
+            ..crate::machine::collect(plan.source_root())
+        },
         toolchain: Toolchain {
             rustc: version_line("rustc", &["--version"]),
             cargo: version_line("cargo", &["--version"]),
@@ -489,6 +492,12 @@ pub fn table(r: &Results) -> String {
         },
         r.toolchain.hyperfine
     );
+    if let Some(mib) = r.machine.openssl_sha256_mib_s {
+        let _ = writeln!(
+            s,
+            "openssl speed sha256, one core, 16 KiB blocks: {mib:.0} MiB/s (beside ref-sha256-1core, the compute limit)"
+        );
+    }
     let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
     s.push_str(&conditions(r));
     for d in &r.datasets {
@@ -697,15 +706,15 @@ mod tests {
         let r = build(&work, "hyperfine").unwrap();
         validate(&r).unwrap();
         // smoke: 2 caches × (serial, 3 parallel × (-j2, default), hash-async's 2
-        // non-default io modes, read floor × 2) plus 2 warm ceilings; empty: the warm
-        // half of that.
+        // non-default io modes, read floor × 2) plus 4 warm ceilings (compute and
+        // streaming, one core and all); empty: the warm half of that.
         let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
             1
         } else {
             2
         };
         let per = 9 + floors;
-        assert_eq!(r.benchmarks.len(), 3 * per + 2 * 2);
+        assert_eq!(r.benchmarks.len(), 3 * per + 2 * 4);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);
             assert_eq!(b.peak_rss_kib, Some(3000));

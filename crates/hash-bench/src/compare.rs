@@ -682,7 +682,7 @@ pub fn markdown(c: &Comparison) -> String {
             s.push_str("---|");
         }
         s.push('\n');
-        let facts: [(&str, &Fact); 10] = [
+        let facts: [(&str, &Fact); 11] = [
             ("host", &|c| c.machine.hostname.clone()),
             ("CPU", &|c| c.machine.cpu_model.clone()),
             (
@@ -693,6 +693,11 @@ pub fn markdown(c: &Comparison) -> String {
                 },
             ),
             ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
+            ("openssl sha256", &|c| {
+                c.machine
+                    .openssl_sha256_mib_s
+                    .map_or("–".into(), |m| format!("{m:.0} MiB/s"))
+            }),
             ("virtualized", &|c| {
                 yes_no(c.machine.virtualized).to_string()
             }),

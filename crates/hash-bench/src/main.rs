@@ -365,6 +365,9 @@ struct CeilingArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Data in the core's cache (compute) or streamed from memory (stream).
+    #[arg(long, value_enum, default_value_t = refs::Limit::Compute)]
+    limit: refs::Limit,
     /// Dataset whose file sizes to hash (name in --specs-dir, or a spec path).
     #[arg(long)]
     spec: String,
@@ -380,7 +383,7 @@ fn ceiling(a: CeilingArgs) -> Result<()> {
     let refs::Algorithm::Sha256 = a.algorithm;
     let spec = spec::Spec::load(&spec::resolve(&a.spec, &a.specs_dir)?)?;
     let files = spec.files();
-    let r = refs::ceiling(&files, a.threads, a.digests);
+    let r = refs::ceiling(&files, a.threads, a.limit, a.digests);
     match &r.digests {
         Some(d) => d
             .iter()

@@ -742,6 +742,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         runs,
         script: script.display().to_string(),
         link: plan.location.link.clone(),
+        memory_limited: plan.memory_limit_bytes.is_some(),
     };
     let (benchmarks, verify_estimate) = entries(&datasets, &programs, &shape)?;
     plan.benchmarks = benchmarks;
@@ -785,6 +786,8 @@ struct Shape<'a> {
     script: String,
     /// The network link, on a network location.
     link: Option<crate::link::LinkFigures>,
+    /// Whether the sweep runs under a memory limit.
+    memory_limited: bool,
 }
 
 /// The benchmarks: per dataset, warm then cold, programs in report order, jobs
@@ -811,6 +814,9 @@ fn entries(
                 }
                 // The in-memory ceiling does no I/O: warm only.
                 if p.warm_only && cache == Cache::Cold {
+                    continue;
+                }
+                if shape.memory_limited && p.info.name.starts_with(programs::STREAM_LIMIT_PREFIX) {
                     continue;
                 }
                 let mut variants = p.variants(shape.jobs, shape.cores, scale);
@@ -1144,10 +1150,10 @@ mod tests {
         let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
         // Per dataset and cache state: hash-serial, 3 parallel hashers × (-j2, default),
         // hash-async's 2 non-default io modes, sha256sum, the read floor at the CPU count
-        // and 64; warm also the 2 ceilings. 4 datasets × 2 caches, plus `empty` warm only.
+        // and 64; warm also the 4 ceilings. 4 datasets × 2 caches, plus `empty` warm only.
         let floors = if cores() == 64 { 1 } else { 2 };
         let per = 1 + 3 * 2 + 2 + 1 + floors;
-        assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 2);
+        assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 4);
         let find = |id: &str| {
             plan.benchmarks
                 .iter()
@@ -1193,10 +1199,18 @@ mod tests {
         let c1 = find("mixed.warm.ref-sha256-1core");
         assert_eq!(c1.kind, Kind::Reference);
         assert_eq!(c1.argv[0], "/x/hash-bench");
-        assert_eq!(c1.argv[1..5], ["ceiling", "sha256", "--threads", "1"]);
-        assert!(c1.argv[6].ends_with("datasets/mixed.json"), "{:?}", c1.argv);
+        assert_eq!(
+            c1.argv[1..7],
+            ["ceiling", "sha256", "--threads", "1", "--limit", "compute"]
+        );
+        assert!(c1.argv[8].ends_with("datasets/mixed.json"), "{:?}", c1.argv);
         let call = find("mixed.warm.ref-sha256-allcores");
         assert_eq!(call.argv[4], cores().to_string());
+        let s = find("mixed.warm.ref-sha256-stream-allcores");
+        assert_eq!(
+            s.argv[4..7],
+            [&cores().to_string()[..], "--limit", "stream"]
+        );
         assert!(!plan
             .benchmarks
             .iter()

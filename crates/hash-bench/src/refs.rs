@@ -4,11 +4,19 @@
 //! - [`ceiling`]: the in-memory SHA-256 rate. It hashes exactly the file sizes of a
 //!   dataset (one digest per file) from one reused buffer of pseudo-random bytes, with
 //!   no I/O at all, on N threads, using the same `sha2` crate (same build, same features)
-//!   as hash-core. Its MiB/s and files/s on a dataset are therefore the rate a hasher
-//!   would reach if reading, walking and printing cost nothing: a hasher's row divided
-//!   by it says how close to the compute limit it is. Files are handed out largest
-//!   first, so the schedule is as good as it gets (one huge file still runs on one core:
-//!   SHA-256 is sequential, and the ceiling must say so).
+//!   as hash-core. Files are handed out largest first, so the schedule is as good as it
+//!   gets (one huge file still runs on one core: SHA-256 is sequential, and the ceiling
+//!   must say so). Two buffers give two limits, because SHA-256 runs faster on data in
+//!   the core's L1/L2 cache than on data streamed from memory (on a 2-vCPU Intel Xeon,
+//!   ~1,750 against ~1,100 MiB/s):
+//!   - [`Limit::Compute`] (`ref-sha256-1core`, `-allcores`): every file is the start of a
+//!     [`COMPUTE_BUFFER`] of 64 KiB, repeated, so the data never leaves L1/L2. This is
+//!     what a core can hash at all: a hasher's row divided by it says how close to the
+//!     compute limit it is.
+//!   - [`Limit::Stream`] (`ref-sha256-stream-*`): the files follow each other through a
+//!     buffer of up to [`STREAM_BUFFER`] (256 MiB), so every byte comes from memory, as
+//!     it does when a file is hashed where the page cache holds it (a mapping). The
+//!     buffer is filled at start-up (~50 ms for 256 MiB), inside the timed run.
 //! - [`read_floor`]: open + read (into a reused buffer) + close every regular file of
 //!   some trees, walk included, on N threads, without hashing: what reading alone costs,
 //!   warm or cold, at a given number of reads in flight. One thread walks and feeds the
@@ -38,29 +46,74 @@ pub enum Algorithm {
     Sha256,
 }
 
-/// Size of the reused buffer of both modes (what the hashers read with, too).
+/// Size of the read floor's reused buffer.
 pub const BUFFER: usize = 1 << 20;
+
+/// Size of the compute limit's buffer: a small `read()` buffer's worth, which stays in
+/// L1/L2 on any CPU.
+pub const COMPUTE_BUFFER: usize = 64 << 10;
+
+/// Largest buffer of the streaming limit: far beyond any L2, and beyond most L3s.
+pub const STREAM_BUFFER: usize = 256 << 20;
+
+/// Which limit a ceiling measures (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Limit {
+    /// Data in the core's cache: what SHA-256 costs by itself.
+    Compute,
+    /// Data streamed from memory.
+    Stream,
+}
+
+impl Limit {
+    /// The buffer this limit hashes from, for files totalling `total` bytes: the
+    /// streaming one never larger than the data (so a small dataset costs no 256 MiB
+    /// fill), in whole 64 KiB blocks.
+    pub fn buffer_len(self, total: u64) -> usize {
+        match self {
+            Limit::Compute => COMPUTE_BUFFER,
+            Limit::Stream => (total.min(STREAM_BUFFER as u64) as usize)
+                .next_multiple_of(COMPUTE_BUFFER)
+                .max(COMPUTE_BUFFER),
+        }
+    }
+}
 
 /// Seed of the ceiling's buffer contents (ChaCha8 stream 0 of this seed).
 pub const CEILING_SEED: u64 = 0x5eed;
 
-/// The ceiling's buffer: [`BUFFER`] bytes of ChaCha8 keystream (seed [`CEILING_SEED`],
-/// stream 0). A file of size `s` is hashed as the first `s` bytes of this buffer
-/// repeated end to end.
-pub fn ceiling_buffer() -> Vec<u8> {
-    let mut buf = vec![0u8; BUFFER];
-    content_rng(CEILING_SEED, 0).fill_bytes(&mut buf);
+/// The ceiling's buffer of `len` bytes (a multiple of [`COMPUTE_BUFFER`]): the first
+/// [`COMPUTE_BUFFER`] bytes of ChaCha8 keystream (seed [`CEILING_SEED`], stream 0),
+/// repeated. A file of size `s` starting at `start` is the `s` bytes of this buffer,
+/// repeated end to end, from offset `start`.
+///
+/// The memory is an anonymous mapping advised `MADV_HUGEPAGE`: filling 256 MiB of
+/// ordinary pages took ~180 ms of page faults inside the timed run, huge pages a
+/// fraction of that.
+pub fn ceiling_buffer(len: usize) -> memmap2::MmapMut {
+    let mut block = [0u8; COMPUTE_BUFFER];
+    content_rng(CEILING_SEED, 0).fill_bytes(&mut block);
+    let mut buf = memmap2::MmapOptions::new()
+        .len(len.max(1))
+        .map_anon()
+        .expect("the ceiling's buffer (up to 256 MiB of address space)");
+    // Advice: a failure only costs set-up time.
+    let _ = buf.advise(memmap2::Advice::HugePage);
+    for chunk in buf[..len].chunks_mut(COMPUTE_BUFFER) {
+        chunk.copy_from_slice(&block[..chunk.len()]);
+    }
     buf
 }
 
-/// SHA-256 of the first `size` bytes of `buf` repeated.
-pub fn ceiling_digest(buf: &[u8], size: u64) -> [u8; 32] {
+/// SHA-256 of the `size` bytes of `buf` repeated, from offset `start`.
+pub fn ceiling_digest(buf: &[u8], start: usize, size: u64) -> [u8; 32] {
     let mut h = Sha256::new();
-    let mut left = size;
+    let (mut at, mut left) = (start % buf.len(), size);
     while left > 0 {
-        let n = left.min(buf.len() as u64) as usize;
-        h.update(&buf[..n]);
+        let n = left.min((buf.len() - at) as u64) as usize;
+        h.update(&buf[at..at + n]);
         left -= n as u64;
+        at = (at + n) % buf.len();
     }
     h.finalize().into()
 }
@@ -78,9 +131,28 @@ pub struct CeilingReport {
     pub digests: Option<Vec<[u8; 32]>>,
 }
 
-/// Hash the sizes of `files` in memory on `threads` threads.
-pub fn ceiling(files: &[PlannedFile], threads: usize, keep_digests: bool) -> CeilingReport {
-    let buf = ceiling_buffer();
+/// Hash the sizes of `files` in memory on `threads` threads, against `limit`'s buffer.
+/// Files start where the one before them (in `files` order) ended, so the streaming
+/// limit walks its whole buffer; the compute limit's files all start at 0.
+pub fn ceiling(
+    files: &[PlannedFile],
+    threads: usize,
+    limit: Limit,
+    keep_digests: bool,
+) -> CeilingReport {
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let buf = ceiling_buffer(limit.buffer_len(total));
+    let starts: Vec<usize> = files
+        .iter()
+        .scan(0u64, |at, f| {
+            let start = match limit {
+                Limit::Compute => 0,
+                Limit::Stream => (*at % buf.len() as u64) as usize,
+            };
+            *at += f.size;
+            Some(start)
+        })
+        .collect();
     // Largest first: the best schedule for the threads, so the ceiling is one.
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(files[i].size));
@@ -98,7 +170,7 @@ pub fn ceiling(files: &[PlannedFile], threads: usize, keep_digests: bool) -> Cei
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&i) = order.get(k) else { break };
-                    let d = ceiling_digest(&buf, files[i].size);
+                    let d = ceiling_digest(&buf, starts[i], files[i].size);
                     mine.iter_mut().zip(d).for_each(|(a, b)| *a ^= b);
                     if keep_digests {
                         digests.lock().unwrap()[i] = d;
@@ -111,7 +183,7 @@ pub fn ceiling(files: &[PlannedFile], threads: usize, keep_digests: bool) -> Cei
     });
     CeilingReport {
         files: files.len() as u64,
-        bytes: files.iter().map(|f| f.size).sum(),
+        bytes: total,
         xor: xor.into_inner().unwrap(),
         digests: keep_digests.then(|| digests.into_inner().unwrap()),
     }
@@ -261,13 +333,31 @@ mod tests {
             .enumerate()
             .map(|(i, &s)| file(i as u64, s))
             .collect();
-        let a = ceiling(&files, 1, true);
-        let b = ceiling(&files, 3, true);
+        let a = ceiling(&files, 1, Limit::Compute, true);
+        let b = ceiling(&files, 3, Limit::Compute, true);
         assert_eq!(a, b);
         assert_eq!(
             (a.files, a.bytes),
             (6, 4096 + 64 + 1 + 5 + 3 + BUFFER as u64)
         );
+        let s1 = ceiling(&files, 1, Limit::Stream, true);
+        assert_eq!(s1, ceiling(&files, 2, Limit::Stream, true));
+        // Streamed files start where the previous one ended: the first is the
+        // compute limit's file, the later ones differ.
+        let (ad, sd) = (a.digests.as_ref().unwrap(), s1.digests.unwrap());
+        assert_eq!(ad[1], sd[1]);
+        assert_ne!(ad[2], sd[2]);
+        // Against the sha2 crate over the bytes laid out by hand: the 64 KiB block
+        // repeated; file 4 (BUFFER + 3 bytes) starts after 1 + 64 + 4096 bytes.
+        let block = ceiling_buffer(COMPUTE_BUFFER);
+        let bytes: Vec<u8> = block
+            .iter()
+            .cycle()
+            .skip(1 + 64 + 4096)
+            .take(BUFFER + 3)
+            .copied()
+            .collect();
+        assert_eq!(sd[4], <[u8; 32]>::from(Sha256::digest(&bytes)));
         // The empty file's digest is the published SHA-256 of nothing.
         assert_eq!(
             crate::util::hex(&a.digests.as_ref().unwrap()[0]),
@@ -278,6 +368,17 @@ mod tests {
             xor.iter_mut().zip(d).for_each(|(x, y)| *x ^= y);
         }
         assert_eq!(xor, a.xor);
+    }
+
+    #[test]
+    fn the_stream_buffer_fits_the_data_in_whole_blocks() {
+        assert_eq!(Limit::Compute.buffer_len(1 << 40), COMPUTE_BUFFER);
+        assert_eq!(Limit::Stream.buffer_len(1 << 40), STREAM_BUFFER);
+        assert_eq!(Limit::Stream.buffer_len(0), COMPUTE_BUFFER);
+        assert_eq!(Limit::Stream.buffer_len(100_000), 2 * COMPUTE_BUFFER);
+        let b = ceiling_buffer(3 * COMPUTE_BUFFER);
+        assert_eq!(b.len(), 3 * COMPUTE_BUFFER);
+        assert_eq!(b[..COMPUTE_BUFFER], b[2 * COMPUTE_BUFFER..]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use testenv::{hang_limit, run, wait_status};
 
 use hash_bench::maxrss::TreeSampler;
-use hash_bench::refs::{ceiling_buffer, BUFFER};
+use hash_bench::refs::{ceiling_buffer, BUFFER, COMPUTE_BUFFER};
 
 const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
 
@@ -35,7 +35,7 @@ fn ceiling_digests_match_gnu_sha256sum_of_the_same_bytes() {
     let spec_path = t.path().join("ceil.json");
     std::fs::write(&spec_path, spec.to_string()).unwrap();
     // The bytes the ceiling defines: its buffer repeated, cut at each size.
-    let buf = ceiling_buffer();
+    let buf = ceiling_buffer(COMPUTE_BUFFER);
     std::fs::create_dir(t.path().join("ceil")).unwrap();
     for (i, &s) in sizes.iter().enumerate() {
         let bytes: Vec<u8> = buf.iter().copied().cycle().take(s as usize).collect();

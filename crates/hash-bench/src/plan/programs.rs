@@ -25,6 +25,10 @@ pub const READ_FLOOR_EXTRA_JOBS: [u32; 1] = [64];
 /// Name of the read-floor reference rows.
 pub const READ_FLOOR: &str = "ref-read-floor";
 
+/// Name prefix of the streaming-limit rows. They hold up to 256 MiB of buffer, so they
+/// are not raced under a memory limit (they would measure the limit).
+pub const STREAM_LIMIT_PREFIX: &str = "ref-sha256-stream-";
+
 /// The hashrace binaries, one per [`Strategy`], in the order they are reported.
 pub fn hashers() -> Vec<String> {
     Strategy::ALL.iter().map(|s| hasher_binary(*s)).collect()
@@ -56,10 +60,13 @@ pub enum Invocation {
     },
     /// `python3 scripts/pyhash.py STRATEGY [-j N] DATASET`.
     Python(&'static str),
-    /// `hash-bench ceiling sha256 --threads 1|CPUs --spec SPEC` (no I/O).
+    /// `hash-bench ceiling sha256 --threads 1|CPUs --limit compute|stream --spec SPEC`
+    /// (no I/O).
     Ceiling {
         /// All CPUs rather than one.
         all_cores: bool,
+        /// Data streamed from memory rather than in the core's cache.
+        stream: bool,
     },
     /// `hash-bench read-floor -j N DATASET`.
     ReadFloor,
@@ -271,13 +278,35 @@ pub const TABLE: &[Def] = &[
     .reference("blake3"),
     Def::limit(
         "ref-sha256-1core",
-        Invocation::Ceiling { all_cores: false },
-        cost(1.2e9, 1e-6, false, 0.005),
+        Invocation::Ceiling {
+            all_cores: false,
+            stream: false,
+        },
+        cost(1.7e9, 1e-6, false, 0.005),
     ),
     Def::limit(
         "ref-sha256-allcores",
-        Invocation::Ceiling { all_cores: true },
-        cost(1.2e9, 1e-6, true, 0.005),
+        Invocation::Ceiling {
+            all_cores: true,
+            stream: false,
+        },
+        cost(1.7e9, 1e-6, true, 0.005),
+    ),
+    Def::limit(
+        "ref-sha256-stream-1core",
+        Invocation::Ceiling {
+            all_cores: false,
+            stream: true,
+        },
+        cost(1.1e9, 1e-6, false, 0.05),
+    ),
+    Def::limit(
+        "ref-sha256-stream-allcores",
+        Invocation::Ceiling {
+            all_cores: true,
+            stream: true,
+        },
+        cost(1.1e9, 1e-6, true, 0.05),
     ),
     {
         // Warm and cold, at its own -j values, with a peer's run counts.
@@ -440,13 +469,15 @@ impl Program {
                 argv.push(name.into());
                 argv
             }
-            (Invocation::Ceiling { all_cores }, _) => {
+            (Invocation::Ceiling { all_cores, stream }, _) => {
                 let threads = if *all_cores { cores } else { 1 };
                 argv.extend([
                     "ceiling".into(),
                     "sha256".into(),
                     "--threads".into(),
                     threads.to_string(),
+                    "--limit".into(),
+                    if *stream { "stream" } else { "compute" }.into(),
                     "--spec".into(),
                     spec_path.into(),
                 ]);
