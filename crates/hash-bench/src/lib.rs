@@ -12,6 +12,8 @@
 //!   the dataset for timed commands, so that the page cache cannot hold it.
 //! - [`maxrss`]: peak RSS of a command and of its process tree (hyperfine 1.x does not
 //!   record it).
+//! - [`datapath`]: the data-path experiment: files hashed mapped, mapped and copied, read,
+//!   or read by a second thread, for `scripts/bench-datapath.sh`.
 //! - [`refs`]: the reference rows: in-memory SHA-256 ceiling and the read floor.
 //! - [`machine`]: what the machine is, for results that travel.
 //! - [`plan`]: which programs run on which dataset in which cache state, with exact
@@ -33,6 +35,7 @@ pub mod cgroup;
 pub mod chart;
 pub mod collect;
 pub mod compare;
+pub mod datapath;
 pub mod gen;
 pub mod hyperfine;
 pub mod link;

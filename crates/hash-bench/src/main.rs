@@ -48,6 +48,9 @@ enum Cmd {
     Ceiling(CeilingArgs),
     /// Reference: open + read + close every regular file (walk included), no hashing.
     ReadFloor(ReadFloorArgs),
+    /// Experiment: hash files one way of getting their bytes to SHA-256 (mapped, mapped
+    /// and copied, read, read by a second thread); prints sha256sum lines.
+    Datapath(DatapathArgs),
     /// Hold N MiB of touched memory until stdin closes (for the peak-RSS tests).
     #[command(hide = true)]
     HoldMemory {
@@ -379,6 +382,41 @@ struct CeilingArgs {
     digests: bool,
 }
 
+#[derive(Debug, Args)]
+struct DatapathArgs {
+    /// How the bytes reach SHA-256.
+    #[arg(long, value_enum)]
+    way: hash_bench::datapath::Way,
+    /// Buffer size (e.g. 64K, 256K, 1M): the read or copy buffer.
+    #[arg(long, default_value = "256K", value_parser = parse_buffer)]
+    buffer: u64,
+    /// Threads hashing files (largest first).
+    #[arg(short = 'j', long, default_value_t = 1)]
+    jobs: usize,
+    /// Files and directories (recursively, symbolic links not followed).
+    #[arg(required = true)]
+    roots: Vec<PathBuf>,
+}
+
+fn parse_buffer(s: &str) -> Result<u64, String> {
+    match hash_bench::cgroup::parse_size(s)? {
+        n @ 4096..=1_073_741_824 => Ok(n),
+        _ => Err(format!("buffer {s:?}: between 4K and 1G")),
+    }
+}
+
+fn datapath(a: DatapathArgs) -> Result<()> {
+    use std::io::Write;
+    let files = hash_bench::datapath::files(&a.roots)?;
+    let digests = hash_bench::datapath::hash_all(&files, a.way, a.buffer as usize, a.jobs)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for ((path, _), d) in files.iter().zip(digests) {
+        writeln!(out, "{}  {}", hash_bench::util::hex(&d), path.display())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 fn ceiling(a: CeilingArgs) -> Result<()> {
     let refs::Algorithm::Sha256 = a.algorithm;
     let spec = spec::Spec::load(&spec::resolve(&a.spec, &a.specs_dir)?)?;
@@ -669,6 +707,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::NetStop { work } => hash_bench::location::Daemon::of(&work).stop().map(drop),
         Cmd::Ceiling(a) => ceiling(a),
         Cmd::ReadFloor(a) => read_floor(a),
+        Cmd::Datapath(a) => datapath(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
         Cmd::Machine { data_dir } => {
             let m = serde_json::to_string_pretty(&machine::collect(&data_dir))?;
