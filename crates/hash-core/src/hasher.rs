@@ -581,17 +581,16 @@ fn read_here(
     Ok(())
 }
 
-/// Hash a large file whose start is in the page cache, the way the run's
+/// Hash a large, mappable file whose start is in the page cache, the way the run's
 /// [`crate::datapath::Chooser`] says; while it is still measuring, in timed
 /// segments that take turns. A file that grew is read on to a read of 0.
 fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result<FileDigest> {
     use crate::datapath::{Way, SEGMENT};
     let size = opened.size;
-    let mappable = crate::mapped::mappable(&opened.file);
     let mut run = Running::default();
     let way = loop {
         let decided = reading.chooser.decided();
-        if !mappable || decided == Some(Way::Read) || run.size() >= size {
+        if decided == Some(Way::Read) || run.size() >= size {
             break Way::Read;
         }
         if let Some(way) = decided {
@@ -747,7 +746,10 @@ pub fn hash_opened(
     reading: &Reading,
     on_block: Option<&dyn Fn()>,
 ) -> io::Result<FileDigest> {
-    if opened.size >= MAP_MIN && cached(opened) {
+    // Network and FUSE files are neither mapped nor read ahead by a thread:
+    // their reads tell the pool when they wait (`on_block`), which is what
+    // keeps enough requests in flight there.
+    if opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file) && cached(opened) {
         return hash_cached(opened, buf, reading);
     }
     read_on(Running::default(), opened, buf, reading, on_block)
