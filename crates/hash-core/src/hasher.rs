@@ -115,6 +115,18 @@ impl Reading {
         self.bytes.load(Ordering::Relaxed)
     }
 
+    /// Count `n` bytes fed to SHA-256 for this run somewhere else (by a
+    /// `hash-procs` worker), so that progress sees them as they stream.
+    pub(crate) fn add_streamed(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Count only `n` CPUs as this run's (a `hash-procs` worker's share of
+    /// the machine), before anything asked how many there are.
+    pub(crate) fn set_cores(&self, n: usize) {
+        let _ = self.cores.set(n.max(1));
+    }
+
     /// Count the calling thread as one of the run's hashers while the
     /// returned guard lives.
     pub fn hashing(&self) -> Hashing<'_> {

@@ -102,6 +102,13 @@ pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 /// parent's policy (each measures for itself under `auto`).
 const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
 
+/// The CPUs a worker may count as its own: the machine's, shared out among
+/// the workers. A worker starts a helper thread for a large file (reading or
+/// mapping ahead) only when its share leaves a core free, as the threads of
+/// one process do; without the share, two workers on two CPUs would each
+/// start one and four threads would take turns on two cores.
+const WORKER_CORES_ENV: &str = "HASHRACE_PROCS_WORKER_CORES";
+
 /// Files a worker always holds when there is work: one hashing, one queued, so
 /// it never waits for the parent between two files.
 const DEPTH: usize = 2;

@@ -13,12 +13,15 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 
-use super::wire::{read_response, write_request};
+use super::wire::{read_message, write_request, Message};
 use super::{
-    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_DATA_PATH_ENV, WORKER_ENV,
+    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
+    WORKER_DATA_PATH_ENV, WORKER_ENV,
 };
 use crate::error::ErrorKind;
+use super::wire::STREAMED_ID;
 use crate::hasher::Reading;
+use std::sync::Arc;
 use crate::strategy::{largest_first, Job, Outcome, Sink};
 
 enum Event {
@@ -50,6 +53,11 @@ struct Pool<'a, 's> {
     exe: PathBuf,
     /// Whether workers may map files (the run's read policy).
     data_path: crate::datapath::DataPath,
+    /// The run's shared state: bytes the workers say they streamed are
+    /// counted in it, for the progress line.
+    reading: Arc<Reading>,
+    /// CPUs each worker may count as its own (see [`WORKER_CORES_ENV`]).
+    cores_each: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -66,7 +74,7 @@ struct Pool<'a, 's> {
     sizes: Vec<Option<u64>>,
 }
 
-pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut Sink<'_>) {
+pub(super) fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
     if files.is_empty() {
         return;
     }
@@ -89,11 +97,14 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Reading, sink: &mut S
             return;
         }
     };
-    assert!(files.len() <= u32::MAX as usize, "more than 2^32 files");
+    assert!(files.len() < STREAMED_ID as usize, "2^32 files or more");
     let (events, rx) = mpsc::channel();
     let mut pool = Pool {
         exe,
         data_path: reading.policy().path,
+        reading: Arc::clone(reading),
+        cores_each: (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1))
+            .max(1),
         files,
         sink,
         queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
@@ -203,6 +214,7 @@ impl Pool<'_, '_> {
         let mut cmd = Command::new(&self.exe);
         cmd.env(WORKER_ENV, parent.to_string())
             .env(WORKER_DATA_PATH_ENV, self.data_path.name())
+            .env(WORKER_CORES_ENV, self.cores_each.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -231,14 +243,17 @@ impl Pool<'_, '_> {
         };
         let index = self.workers.len();
         let events = self.events.clone();
+        let reading = Arc::clone(&self.reading);
         let reader = crate::strategy::thread_builder().spawn(move || {
             let mut r = BufReader::with_capacity(64 * 1024, stdout);
             let mut answers = Vec::new();
             loop {
-                let answer = read_response(&mut r);
-                let end = !matches!(answer, Ok(Some(_)));
-                if let Ok(Some(a)) = answer {
-                    answers.push(a);
+                let message = read_message(&mut r);
+                let end = !matches!(message, Ok(Some(_)));
+                match message {
+                    Ok(Some(Message::Answer(id, outcome))) => answers.push((id, outcome)),
+                    Ok(Some(Message::Streamed(n))) => reading.add_streamed(n),
+                    _ => {}
                 }
                 // Everything already read goes to the parent together.
                 if (end || r.buffer().is_empty()) && !answers.is_empty() {

@@ -6,6 +6,11 @@
 //! sides read with `read_exact`, so a truncated message is an error and only a
 //! clean end between two messages is the end of input. Kept apart from the
 //! processes so the format can be read, and tested, on its own.
+//!
+//! A worker also says, a few times a second, how many more bytes it has fed
+//! to SHA-256 ([`write_streamed`]): the parent's progress line then moves
+//! through a large file as it does with threads, instead of jumping when the
+//! file's answer comes.
 
 use std::ffi::OsStr;
 use std::io::{self, Read, Write};
@@ -54,6 +59,28 @@ const TAG_OK: u8 = 0;
 const TAG_ERRNO: u8 = 1;
 const TAG_NOT_REGULAR: u8 = 2;
 const TAG_MESSAGE: u8 = 3;
+const TAG_STREAMED: u8 = 4;
+
+/// The id of a [`Message::Streamed`]: never a job's (the pool has fewer
+/// than `u32::MAX` files).
+pub(super) const STREAMED_ID: u32 = u32::MAX;
+
+/// What a worker says: an answer about one job, or bytes streamed since it
+/// last said so.
+#[derive(Debug)]
+pub(super) enum Message {
+    /// The job `id`'s outcome.
+    Answer(u32, Outcome),
+    /// This many more bytes went through SHA-256.
+    Streamed(u64),
+}
+
+/// Tell the parent that `bytes` more bytes went through SHA-256.
+pub(super) fn write_streamed(w: &mut impl Write, bytes: u64) -> io::Result<()> {
+    w.write_all(&STREAMED_ID.to_le_bytes())?;
+    w.write_all(&[TAG_STREAMED])?;
+    w.write_all(&bytes.to_le_bytes())
+}
 
 pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> io::Result<()> {
     w.write_all(&id.to_le_bytes())?;
@@ -77,8 +104,8 @@ pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> 
     }
 }
 
-/// The next response, or `None` at a clean end of input.
-pub(super) fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
+/// The next message, or `None` at a clean end of input.
+pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
     let mut head = [0u8; 5];
     match r.read_exact(&mut head[..1]) {
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -103,6 +130,11 @@ pub(super) fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcom
             )))
         }
         TAG_NOT_REGULAR => Err(ErrorKind::NotRegular),
+        TAG_STREAMED if id == STREAMED_ID => {
+            let mut n = [0u8; 8];
+            r.read_exact(&mut n)?;
+            return Ok(Some(Message::Streamed(u64::from_le_bytes(n))));
+        }
         TAG_MESSAGE => {
             let mut len = [0u8; 4];
             r.read_exact(&mut len)?;
@@ -114,12 +146,40 @@ pub(super) fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcom
         }
         tag => return Err(io::Error::other(format!("bad response tag {tag}"))),
     };
-    Ok(Some((id, outcome)))
+    Ok(Some(Message::Answer(id, outcome)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The next message, which must be an answer.
+    fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
+        Ok(read_message(r)?.map(|m| match m {
+            Message::Answer(id, o) => (id, o),
+            Message::Streamed(n) => panic!("streamed {n}, expected an answer"),
+        }))
+    }
+
+    #[test]
+    fn streamed_counts_interleave_with_answers() {
+        let mut wire = Vec::new();
+        write_streamed(&mut wire, 5 << 30).unwrap();
+        let ok = FileDigest { digest: [9; 32], size: 3 };
+        write_response(&mut wire, 4, &Ok(ok)).unwrap();
+        write_streamed(&mut wire, 1).unwrap();
+        let mut r = &wire[..];
+        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(n)) if n == 5 << 30));
+        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Answer(4, Ok(d))) if d == ok));
+        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(1))));
+        assert!(read_message(&mut r).unwrap().is_none());
+        // The streamed tag on a job's id is a broken stream, not a count.
+        let mut bad = Vec::new();
+        bad.extend_from_slice(&7u32.to_le_bytes());
+        bad.push(TAG_STREAMED);
+        bad.extend_from_slice(&1u64.to_le_bytes());
+        assert!(read_message(&mut &bad[..]).is_err());
+    }
 
     #[test]
     fn requests_round_trip_with_raw_bytes() {

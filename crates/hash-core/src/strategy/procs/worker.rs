@@ -12,9 +12,11 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
-use super::wire::{read_request, write_response, Request};
-use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_DATA_PATH_ENV};
+use super::wire::{read_request, write_response, write_streamed, Request};
+use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV};
 use crate::datapath::DataPath;
 use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
@@ -35,7 +37,7 @@ pub fn worker_main() -> ExitCode {
     #[cfg(not(debug_assertions))]
     let abort_on: Option<std::ffi::OsString> = None;
     #[cfg(debug_assertions)]
-    let mut ready = std::env::var_os(HOOK_READY);
+    let ready = std::env::var_os(HOOK_READY);
     // Own the descriptors directly rather than through std's locked handles.
     let (Ok(input), Ok(output)) = (
         io::stdin().as_fd().try_clone_to_owned(),
@@ -43,15 +45,69 @@ pub fn worker_main() -> ExitCode {
     ) else {
         return ExitCode::FAILURE;
     };
-    let mut input = BufReader::new(File::from(input));
-    let mut output = BufWriter::new(File::from(output));
+    let input = BufReader::new(File::from(input));
+    let output = Mutex::new(BufWriter::new(File::from(output)));
     let path = std::env::var(WORKER_DATA_PATH_ENV).ok();
     let path = path
         .as_deref()
         .and_then(DataPath::named)
         .unwrap_or_default();
     let reading = Reading::new(ReadPolicy { path });
+    if let Some(n) = std::env::var(WORKER_CORES_ENV).ok().and_then(|n| n.parse().ok()) {
+        reading.set_cores(n);
+    }
     let _hashing = reading.hashing();
+    std::thread::scope(|scope| {
+        let (stop, stopped) = mpsc::channel::<()>();
+        // Without this thread only the progress line loses: hashing goes on.
+        let _ = crate::limits::thread_builder()
+            .spawn_scoped(scope, || report_streamed(&reading, &output, stopped));
+        let hooks = Hooks {
+            abort_on,
+            #[cfg(debug_assertions)]
+            ready,
+        };
+        let code = serve(input, &output, &reading, hooks);
+        drop(stop);
+        code
+    })
+}
+
+/// The test hooks a worker was started with (see [`HOOK_ABORT`]).
+struct Hooks {
+    abort_on: Option<std::ffi::OsString>,
+    #[cfg(debug_assertions)]
+    ready: Option<std::ffi::OsString>,
+}
+
+/// How often a worker tells the parent how many bytes it has hashed: often
+/// enough for a progress line redrawn a few times a second, rarely enough
+/// to cost nothing.
+const STREAMED_EVERY: Duration = Duration::from_millis(200);
+
+/// Until `stop` closes, say every [`STREAMED_EVERY`] how many more bytes
+/// went through SHA-256, when any did.
+fn report_streamed(reading: &Reading, output: &Mutex<BufWriter<File>>, stop: mpsc::Receiver<()>) {
+    let mut said = 0;
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(STREAMED_EVERY) {
+        let now = reading.bytes_read();
+        if now > said {
+            let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+            if write_streamed(&mut *out, now - said).and_then(|()| out.flush()).is_err() {
+                return; // the parent is gone: the main loop will see it too
+            }
+            said = now;
+        }
+    }
+}
+
+/// Answer requests from `input` until it closes.
+fn serve(
+    mut input: BufReader<File>,
+    output: &Mutex<BufWriter<File>>,
+    reading: &Reading,
+    mut hooks: Hooks,
+) -> ExitCode {
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
@@ -62,20 +118,21 @@ pub fn worker_main() -> ExitCode {
             Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
         };
         #[cfg(debug_assertions)]
-        if let Some(fifo) = ready.take() {
+        if let Some(fifo) = hooks.ready.take() {
             let pid = format!("{}\n", std::process::id());
             let _ = std::fs::OpenOptions::new()
                 .append(true)
                 .open(fifo)
                 .and_then(|mut f| f.write_all(pid.as_bytes()));
         }
-        if let Some(name) = &abort_on {
+        if let Some(name) = &hooks.abort_on {
             if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
                 std::process::abort();
             }
         }
-        let outcome = dirs.hash(&req, &reading, &mut buf);
-        if write_response(&mut output, req.id, &outcome).is_err() {
+        let outcome = dirs.hash(&req, reading, &mut buf);
+        let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+        if write_response(&mut *out, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
         // Answers to small files are sent together (one write per batch,
@@ -87,7 +144,7 @@ pub fn worker_main() -> ExitCode {
         let batch_done = input.buffer().is_empty() || unsent >= MAX_BATCH / 4;
         let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
         if batch_done || large {
-            if output.flush().is_err() {
+            if out.flush().is_err() {
                 return ExitCode::FAILURE;
             }
             unsent = 0;
