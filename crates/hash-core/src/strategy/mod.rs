@@ -580,9 +580,17 @@ mod tests {
         let order = largest_first(&files);
         let mut sorted = order.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, (0..files.len()).collect::<Vec<_>>(), "a permutation");
+        assert_eq!(
+            sorted,
+            (0..files.len()).collect::<Vec<_>>(),
+            "a permutation"
+        );
         let sizes: Vec<u64> = order.iter().map(|&i| files[i].size).collect();
-        assert!(sizes[..2].iter().all(|&s| s < SMALL_FILE), "{:?}", &sizes[..4]);
+        assert!(
+            sizes[..2].iter().all(|&s| s < SMALL_FILE),
+            "{:?}",
+            &sizes[..4]
+        );
         assert_eq!(sizes[2..5], [9 << 20, 7 << 20, 5 << 20]);
         // Spread over the small files' sizes, not the two smallest.
         assert!(sizes[0] != sizes[1] && sizes[0].max(sizes[1]) > 200);

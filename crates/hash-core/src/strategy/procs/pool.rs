@@ -13,16 +13,16 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 
+use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
     WORKER_DATA_PATH_ENV, WORKER_ENV,
 };
 use crate::error::ErrorKind;
-use super::wire::STREAMED_ID;
 use crate::hasher::Reading;
-use std::sync::Arc;
 use crate::strategy::{largest_first, Job, Outcome, Sink};
+use std::sync::Arc;
 
 enum Event {
     /// Answers read from one worker in one go (a batch of small files costs

@@ -165,13 +165,23 @@ mod tests {
     fn streamed_counts_interleave_with_answers() {
         let mut wire = Vec::new();
         write_streamed(&mut wire, 5 << 30).unwrap();
-        let ok = FileDigest { digest: [9; 32], size: 3 };
+        let ok = FileDigest {
+            digest: [9; 32],
+            size: 3,
+        };
         write_response(&mut wire, 4, &Ok(ok)).unwrap();
         write_streamed(&mut wire, 1).unwrap();
         let mut r = &wire[..];
-        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(n)) if n == 5 << 30));
-        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Answer(4, Ok(d))) if d == ok));
-        assert!(matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(1))));
+        assert!(
+            matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(n)) if n == 5 << 30)
+        );
+        assert!(
+            matches!(read_message(&mut r).unwrap(), Some(Message::Answer(4, Ok(d))) if d == ok)
+        );
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Some(Message::Streamed(1))
+        ));
         assert!(read_message(&mut r).unwrap().is_none());
         // The streamed tag on a job's id is a broken stream, not a count.
         let mut bad = Vec::new();

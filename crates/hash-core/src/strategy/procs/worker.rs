@@ -53,7 +53,10 @@ pub fn worker_main() -> ExitCode {
         .and_then(DataPath::named)
         .unwrap_or_default();
     let reading = Reading::new(ReadPolicy { path });
-    if let Some(n) = std::env::var(WORKER_CORES_ENV).ok().and_then(|n| n.parse().ok()) {
+    if let Some(n) = std::env::var(WORKER_CORES_ENV)
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
         reading.set_cores(n);
     }
     let _hashing = reading.hashing();
@@ -93,7 +96,10 @@ fn report_streamed(reading: &Reading, output: &Mutex<BufWriter<File>>, stop: mps
         let now = reading.bytes_read();
         if now > said {
             let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
-            if write_streamed(&mut *out, now - said).and_then(|()| out.flush()).is_err() {
+            if write_streamed(&mut *out, now - said)
+                .and_then(|()| out.flush())
+                .is_err()
+            {
                 return; // the parent is gone: the main loop will see it too
             }
             said = now;
@@ -106,8 +112,10 @@ fn serve(
     mut input: BufReader<File>,
     output: &Mutex<BufWriter<File>>,
     reading: &Reading,
-    mut hooks: Hooks,
+    hooks: Hooks,
 ) -> ExitCode {
+    #[cfg(debug_assertions)]
+    let mut ready = hooks.ready;
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
@@ -118,7 +126,7 @@ fn serve(
             Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
         };
         #[cfg(debug_assertions)]
-        if let Some(fifo) = hooks.ready.take() {
+        if let Some(fifo) = ready.take() {
             let pid = format!("{}\n", std::process::id());
             let _ = std::fs::OpenOptions::new()
                 .append(true)
