@@ -471,6 +471,19 @@ fn conditions(r: &Results) -> String {
     s
 }
 
+/// The line under the table's first one naming `openssl speed`'s SHA-256 rate, if
+/// it was measured.
+fn openssl_line(r: &Results) -> String {
+    r.machine
+        .openssl_sha256_mib_s
+        .map_or_else(String::new, |mib| {
+            format!(
+                "openssl speed sha256, one core, 16 KiB blocks: {mib:.0} MiB/s \
+             (beside ref-sha256-1core, the compute limit)\n"
+            )
+        })
+}
+
 /// The terminal table: each dataset × cache state, each program's median, MiB/s,
 /// files/s, speed relative to hash-serial, peak RSS and residency.
 pub fn table(r: &Results) -> String {
@@ -492,12 +505,7 @@ pub fn table(r: &Results) -> String {
         },
         r.toolchain.hyperfine
     );
-    if let Some(mib) = r.machine.openssl_sha256_mib_s {
-        let _ = writeln!(
-            s,
-            "openssl speed sha256, one core, 16 KiB blocks: {mib:.0} MiB/s (beside ref-sha256-1core, the compute limit)"
-        );
-    }
+    s.push_str(&openssl_line(r));
     let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
     s.push_str(&conditions(r));
     for d in &r.datasets {

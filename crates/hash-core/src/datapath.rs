@@ -92,6 +92,10 @@ pub fn thread_time() -> Duration {
 /// measurement is over within the first few large files.
 pub const SEGMENT: u64 = 4 * 1024 * 1024;
 
+/// The shortest segment that counts: the end of a file can be a few pages,
+/// timed mostly by the clock's own cost.
+pub const MIN_SEGMENT: u64 = 1024 * 1024;
+
 /// Timed segments per way before the run decides: the median of three
 /// shrugs off one segment that lost its core to another process.
 pub const SAMPLES: usize = 3;
@@ -160,10 +164,10 @@ impl Chooser {
     }
 
     /// Record that `bytes` went `way` in `took`; decides once both ways
-    /// have [`SAMPLES`] segments. Segments under a [`crate::hasher::MAP_MIN`]
-    /// (the end of a file) say little and are not counted.
+    /// have [`SAMPLES`] segments. Segments under [`MIN_SEGMENT`] (the end of
+    /// a file) say little and are not counted.
     pub fn record(&self, way: Way, bytes: u64, took: Duration) {
-        if bytes < crate::hasher::MAP_MIN || self.decided().is_some() {
+        if bytes < MIN_SEGMENT || self.decided().is_some() {
             return;
         }
         let per_byte = took.as_nanos() as f64 / bytes as f64;

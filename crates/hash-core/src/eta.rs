@@ -26,9 +26,10 @@
 //!
 //! The shown estimate counts down between samples and moves only part of the
 //! way to each new fit ([`SMOOTHING`]), so one odd interval does not make the
-//! display jump. Samples with no progress (a stall, or `hash-procs` whose bytes
-//! show only when a file completes) are not fitted on their own: their time is
-//! carried into the next interval that moved, which is what it was spent on.
+//! display jump. Samples with no progress (a stall, or bytes that show only
+//! in steps, as a `hash-procs` worker's do, a few times a second) are not
+//! fitted on their own: their time is carried into the next interval that
+//! moved, which is what it was spent on.
 //!
 //! The model is pure — it is fed `(now, files_done, bytes_done)` and never
 //! reads a clock — so tests drive it with a synthetic one.
@@ -404,7 +405,7 @@ mod tests {
 
     #[test]
     fn stalls_count_towards_the_next_progress() {
-        // Bytes only when a file completes (hash-procs' parent): 10 files of
+        // Bytes only when a file completes (a source that reports in steps): 10 files of
         // 1 MiB, one a second, sampled five times a second. Between
         // completions nothing moves; the fit must still see one file a second.
         let mut eta = Eta::new(10, 10 * MIB);

@@ -352,46 +352,11 @@ pub(crate) fn clamp_workers(requested: usize, files: usize) -> usize {
     requested.clamp(1, files.max(1))
 }
 
-/// Files under this size count as small for [`largest_first`]'s sample.
-const SMALL_FILE: u64 = 64 * 1024;
-
-/// At most this many small files go first (see [`largest_first`]).
-const EARLY_SMALL_MAX: usize = 1_000;
-
-/// Job indices, largest file first (ties in planned order, for determinism),
-/// except for a sample of the small files that goes first: one in a hundred
-/// of them (at most [`EARLY_SMALL_MAX`]), spread over their sizes. When the
-/// large files came first, the progress line's time-left model saw no file
-/// end until most of the bytes were done, and had to guess what each of
-/// the many small files left would cost (a guess 15× short on a cold disk);
-/// the sample lets it measure that cost in the first moments of the run.
-/// The balance of the end of the run is untouched: small files still end it.
+/// Job indices, largest file first (ties in planned order, for determinism).
 pub(crate) fn largest_first(files: &[Job]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..files.len()).collect();
     order.sort_by(|&a, &b| files[b].size.cmp(&files[a].size).then(a.cmp(&b)));
-    let small = order
-        .iter()
-        .rev()
-        .take_while(|&&i| files[i].size < SMALL_FILE)
-        .count();
-    let early = (small / 100).min(EARLY_SMALL_MAX);
-    if early == 0 || small == order.len() {
-        return order; // no small files, or nothing but small files
-    }
-    let first_small = order.len() - small;
-    let step = small / early;
-    let picked: Vec<usize> = (0..early).map(|k| first_small + k * step).collect();
-    let mut out = Vec::with_capacity(order.len());
-    out.extend(picked.iter().map(|&p| order[p]));
-    let mut next = picked.iter().peekable();
-    for (p, &i) in order.iter().enumerate() {
-        if next.peek() == Some(&&p) {
-            next.next();
-        } else {
-            out.push(i);
-        }
-    }
-    out
+    order
 }
 
 #[cfg(test)]
@@ -569,36 +534,5 @@ mod tests {
     fn largest_first_is_stable_for_ties() {
         let files = [job(1), job(5), job(1), job(9)];
         assert_eq!(largest_first(&files), [3, 1, 0, 2]);
-    }
-
-    #[test]
-    fn a_sample_of_small_files_goes_before_the_large_ones() {
-        // 3 large files, 250 small ones of growing size: 2 small ones go first.
-        let mut files = vec![job(5 << 20), job(9 << 20)];
-        files.extend((0..250).map(|k| job(100 + k)));
-        files.push(job(7 << 20));
-        let order = largest_first(&files);
-        let mut sorted = order.clone();
-        sorted.sort_unstable();
-        assert_eq!(
-            sorted,
-            (0..files.len()).collect::<Vec<_>>(),
-            "a permutation"
-        );
-        let sizes: Vec<u64> = order.iter().map(|&i| files[i].size).collect();
-        assert!(
-            sizes[..2].iter().all(|&s| s < SMALL_FILE),
-            "{:?}",
-            &sizes[..4]
-        );
-        assert_eq!(sizes[2..5], [9 << 20, 7 << 20, 5 << 20]);
-        // Spread over the small files' sizes, not the two smallest.
-        assert!(sizes[0] != sizes[1] && sizes[0].max(sizes[1]) > 200);
-        // The rest is still largest first.
-        assert!(sizes[2..].windows(2).all(|w| w[0] >= w[1]));
-        // Nothing but small files, or too few of them: plain largest first.
-        let small: Vec<Job> = (0..500).map(|k| job(k % 7)).collect();
-        let o = largest_first(&small);
-        assert!(o.windows(2).all(|w| small[w[0]].size >= small[w[1]].size));
     }
 }
