@@ -95,7 +95,7 @@ fn window_maps(calls: &str) -> usize {
 }
 
 #[test]
-fn no_mmap_reads_every_file_in_every_binary_and_mode() {
+fn no_mmap_and_data_path_reach_every_binary_and_mode() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = tree_with_manifest(dir.path());
     let tree = [dir.path().join("big").into_os_string()];
@@ -107,20 +107,29 @@ fn no_mmap_reads_every_file_in_every_binary_and_mode() {
                 return;
             };
             assert_eq!(code, 0, "{bin} {mode:?}");
-            // Warm and 3 MiB: mapped by default, so the test can fail.
+            // Warm and 3 MiB: mapped by default (`auto` times a mapped
+            // segment first), so the test can fail.
             assert!(
                 window_maps(&calls) > 0,
                 "{bin} {mode:?} mapped no window by default:\n{calls}"
             );
-            let mut args = vec![OsStr::new("--no-mmap")];
-            args.extend(&mode);
-            let (calls, code) = traced(bin, &args, "mmap").unwrap();
-            assert_eq!(code, 0, "{bin} --no-mmap {mode:?}");
-            assert_eq!(
-                window_maps(&calls),
-                0,
-                "{bin} --no-mmap {mode:?} mapped a window:\n{calls}"
-            );
+            let reads: [&[&str]; 2] = [&["--no-mmap"], &["--data-path", "read"]];
+            for (flags, maps) in reads
+                .into_iter()
+                .map(|f| (f, false))
+                .chain([(&["--data-path", "map"][..], true)])
+            {
+                let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
+                args.extend(&mode);
+                let (calls, code) = traced(bin, &args, "mmap").unwrap();
+                assert_eq!(code, 0, "{bin} {flags:?} {mode:?}");
+                assert_eq!(
+                    window_maps(&calls) > 0,
+                    maps,
+                    "{bin} {flags:?} {mode:?}: windows mapped: {}\n{calls}",
+                    window_maps(&calls)
+                );
+            }
         }
     }
 }
