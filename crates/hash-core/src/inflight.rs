@@ -303,6 +303,10 @@ impl Controller {
     }
 }
 
+/// How [`fixed_depth`]'s `--stats` line ends when the depth is just the
+/// workers (no user choice, no network hint).
+pub const PER_WORKER: &str = "(one per worker)";
+
 /// The depth of a strategy that cannot change it during a run (worker
 /// processes): the user's `fixed`, the network hint's start, or `workers`;
 /// and the `--stats` line saying which.
@@ -321,7 +325,7 @@ pub fn fixed_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -
                 ),
             )
         }
-        _ => (workers, format!("{workers} in flight (one per worker)")),
+        _ => (workers, format!("{workers} in flight {PER_WORKER}")),
     }
 }
 

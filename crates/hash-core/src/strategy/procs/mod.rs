@@ -84,15 +84,37 @@ impl Runner for Procs {
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         // A worker reads one file at a time: files in flight are workers.
         let first = files.first().map(|j| j.path.as_path());
-        let (depth, why) =
-            crate::inflight::fixed_depth(self.max_in_flight, first, self.workers(files.len()));
-        pool::run(files, clamp_workers(depth, files.len()), reading, sink);
+        let workers = self.workers(files.len());
+        let (depth, why) = crate::inflight::fixed_depth(self.max_in_flight, first, workers);
+        // On a local disk the workers are the reads in flight: more start
+        // while files wait for the disk.
+        let grow = self.max_in_flight.is_none() && why.ends_with(crate::inflight::PER_WORKER);
+        let grow_to = if grow { GROW_MAX.max(depth) } else { depth };
+        let peak = pool::run(
+            files,
+            (clamp_workers(depth, files.len()), grow_to),
+            reading,
+            sink,
+        );
+        let in_flight = if grow {
+            format!("{depth} workers, growing to at most {grow_to} while files wait for the disk: {peak} at most")
+        } else {
+            why
+        };
         Ran {
-            in_flight: Some(why),
+            in_flight: Some(in_flight),
             ..Ran::default()
         }
     }
 }
+
+/// The most workers a run on a local disk grows to while its files wait for
+/// the disk (each reads one file at a time). On the 2-vCPU guest cold 4 KiB
+/// files ran fastest with 16–32 workers (`scripts/bench-inflight.sh`), but a
+/// worker costs ~5.5 MiB of resident memory (its own copy of the binary's
+/// pages and read buffer): 16 of them summed to ~96 MiB, 8 stay under the
+/// 64 MiB budget of a run.
+const GROW_MAX: usize = 8;
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.

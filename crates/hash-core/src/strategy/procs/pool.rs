@@ -34,6 +34,8 @@ enum Event {
     Gone {
         worker: usize,
     },
+    /// A worker's file had to wait for the disk.
+    Waited,
 }
 
 struct Worker {
@@ -58,6 +60,10 @@ struct Pool<'a, 's> {
     reading: Arc<Reading>,
     /// CPUs each worker may count as its own (see [`WORKER_CORES_ENV`]).
     cores_each: usize,
+    /// The most workers the pool may grow to while files wait for the disk.
+    grow_to: usize,
+    /// The most workers that were alive at once.
+    peak: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -74,9 +80,16 @@ struct Pool<'a, 's> {
     sizes: Vec<Option<u64>>,
 }
 
-pub(super) fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
+/// Hash `files` on `workers` worker processes, more (up to `grow_to`) while
+/// files wait for the disk; the most workers that ran at once.
+pub(super) fn run(
+    files: &[Job],
+    (workers, grow_to): (usize, usize),
+    reading: &Arc<Reading>,
+    sink: &mut Sink<'_>,
+) -> usize {
     if files.is_empty() {
-        return;
+        return 0;
     }
     // /proc/self/exe stays this very binary even if the file is replaced
     // (rebuilt, upgraded) during the run; a path would not.
@@ -91,10 +104,10 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &
             let why = format!("cannot find own executable to start workers: {e}");
             for i in 0..files.len() {
                 if sink(i, Err(ErrorKind::WorkerDied(why.clone()))).is_break() {
-                    return;
+                    return 0;
                 }
             }
-            return;
+            return 0;
         }
     };
     assert!(files.len() < STREAMED_ID as usize, "2^32 files or more");
@@ -112,7 +125,9 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers
         // die on start-up must not respawn forever.
-        spawns_left: workers * 4 + 4,
+        spawns_left: workers.max(grow_to) * 4 + 4,
+        grow_to: grow_to.min(files.len()),
+        peak: 0,
         remaining: files.len(),
         events,
         sized: files.iter().any(|j| j.size > 0),
@@ -126,14 +141,17 @@ pub(super) fn run(files: &[Job], workers: usize, reading: &Arc<Reading>, sink: &
             crate::strategy::fewer_threads(started, workers, "worker processes", &e);
             if started == 0 {
                 // Not one: this process hashes them all itself.
-                return crate::strategy::serial::hash_in_order(files, reading, pool.sink);
+                crate::strategy::serial::hash_in_order(files, reading, pool.sink);
+                return 0;
             }
             break;
         }
     }
+    pool.peak = pool.live_workers();
     pool.feed_all();
     let flow = pool.event_loop(&rx);
     pool.shutdown(flow.is_break());
+    pool.peak
 }
 
 impl Pool<'_, '_> {
@@ -190,9 +208,23 @@ impl Pool<'_, '_> {
                     self.feed(worker);
                 }
                 Event::Gone { worker } => self.bury(worker)?,
+                Event::Waited => self.grow(),
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// One more worker, while files wait for the disk and the pool may grow
+    /// (up to `grow_to`): a worker reads one file at a time, so on a local
+    /// disk the workers are the files in flight.
+    fn grow(&mut self) {
+        if self.live_workers() >= self.grow_to || self.queue.is_empty() {
+            return;
+        }
+        if self.spawn().is_ok() {
+            self.peak = self.peak.max(self.live_workers());
+            self.feed(self.workers.len() - 1);
+        }
     }
 
     fn live_workers(&self) -> usize {
@@ -253,6 +285,8 @@ impl Pool<'_, '_> {
                 match message {
                     Ok(Some(Message::Answer(id, outcome))) => answers.push((id, outcome)),
                     Ok(Some(Message::Streamed(n))) => reading.add_streamed(n),
+                    // The event loop may start another worker meanwhile.
+                    Ok(Some(Message::Waited)) if events.send(Event::Waited).is_err() => return,
                     _ => {}
                 }
                 // Everything already read goes to the parent together.

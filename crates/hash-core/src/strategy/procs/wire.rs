@@ -60,6 +60,7 @@ const TAG_ERRNO: u8 = 1;
 const TAG_NOT_REGULAR: u8 = 2;
 const TAG_MESSAGE: u8 = 3;
 const TAG_STREAMED: u8 = 4;
+const TAG_WAITED: u8 = 5;
 
 /// The id of a [`Message::Streamed`]: never a job's (the pool has fewer
 /// than `u32::MAX` files).
@@ -73,6 +74,14 @@ pub(super) enum Message {
     Answer(u32, Outcome),
     /// This many more bytes went through SHA-256.
     Streamed(u64),
+    /// A file just read had to wait for the disk: more workers would help.
+    Waited,
+}
+
+/// Tell the parent that a file had to wait for the disk.
+pub(super) fn write_waited(w: &mut impl Write) -> io::Result<()> {
+    w.write_all(&STREAMED_ID.to_le_bytes())?;
+    w.write_all(&[TAG_WAITED])
 }
 
 /// Tell the parent that `bytes` more bytes went through SHA-256.
@@ -130,6 +139,7 @@ pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
             )))
         }
         TAG_NOT_REGULAR => Err(ErrorKind::NotRegular),
+        TAG_WAITED if id == STREAMED_ID => return Ok(Some(Message::Waited)),
         TAG_STREAMED if id == STREAMED_ID => {
             let mut n = [0u8; 8];
             r.read_exact(&mut n)?;
@@ -157,7 +167,7 @@ mod tests {
     fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {
         Ok(read_message(r)?.map(|m| match m {
             Message::Answer(id, o) => (id, o),
-            Message::Streamed(n) => panic!("streamed {n}, expected an answer"),
+            other => panic!("{other:?}, expected an answer"),
         }))
     }
 
@@ -171,6 +181,7 @@ mod tests {
         };
         write_response(&mut wire, 4, &Ok(ok)).unwrap();
         write_streamed(&mut wire, 1).unwrap();
+        write_waited(&mut wire).unwrap();
         let mut r = &wire[..];
         assert!(
             matches!(read_message(&mut r).unwrap(), Some(Message::Streamed(n)) if n == 5 << 30)
@@ -181,6 +192,10 @@ mod tests {
         assert!(matches!(
             read_message(&mut r).unwrap(),
             Some(Message::Streamed(1))
+        ));
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Some(Message::Waited)
         ));
         assert!(read_message(&mut r).unwrap().is_none());
         // The streamed tag on a job's id is a broken stream, not a count.

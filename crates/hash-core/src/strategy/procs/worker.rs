@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use super::wire::{read_request, write_response, write_streamed, Request};
+use super::wire::{read_request, write_response, write_streamed, write_waited, Request};
 use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV};
 use crate::datapath::DataPath;
 use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
@@ -119,6 +119,9 @@ fn serve(
     let mut buf = new_buffer();
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
+    // Set when a read had to wait for the disk (see `hasher::Request::on_block`).
+    let waited = std::cell::Cell::new(false);
+    let on_block = || waited.set(true);
     loop {
         let req = match read_request(&mut input) {
             Ok(Some(req)) => req,
@@ -138,9 +141,13 @@ fn serve(
                 std::process::abort();
             }
         }
-        let outcome = dirs.hash(&req, reading, &mut buf);
+        let outcome = dirs.hash(&req, reading, &mut buf, &on_block);
         let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
         if write_response(&mut *out, req.id, &outcome).is_err() {
+            return ExitCode::FAILURE;
+        }
+        // Said at once: the parent may start another worker meanwhile.
+        if waited.take() && write_waited(&mut *out).and_then(|()| out.flush()).is_err() {
             return ExitCode::FAILURE;
         }
         // Answers to small files are sent together (one write per batch,
@@ -171,10 +178,22 @@ struct LastDir {
 }
 
 impl LastDir {
-    fn hash(&mut self, req: &Request, reading: &Reading, buf: &mut [u8]) -> Outcome {
+    fn hash(
+        &mut self,
+        req: &Request,
+        reading: &Reading,
+        buf: &mut [u8],
+        on_block: &dyn Fn(),
+    ) -> Outcome {
         let parent = match req.path.parent() {
             Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
-            _ => return hash(&hasher::Request::new(&req.path, req.follow, reading), buf),
+            _ => {
+                let request = hasher::Request {
+                    on_block: Some(on_block),
+                    ..hasher::Request::new(&req.path, req.follow, reading)
+                };
+                return hash(&request, buf);
+            }
         };
         if self.fd.is_none() || self.path != parent {
             self.fd = hasher::open_dir(parent)
@@ -186,6 +205,6 @@ impl LastDir {
             dir: self.fd.clone(),
             ..Job::new(req.path.clone(), 0, false)
         };
-        hash(&job.request(reading, None), buf)
+        hash(&job.request(reading, Some(on_block)), buf)
     }
 }
