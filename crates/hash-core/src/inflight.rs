@@ -303,29 +303,33 @@ impl Controller {
     }
 }
 
-/// How [`fixed_depth`]'s `--stats` line ends when the depth is just the
-/// workers (no user choice, no network hint).
-pub const PER_WORKER: &str = "(one per worker)";
+/// The starting depth of worker processes, which read one file each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerDepth {
+    /// Fixed: by the user (`--max-in-flight`) or by the network hint; the
+    /// `--stats` line says which.
+    Fixed(usize, String),
+    /// The workers themselves (a local disk): the pool may add workers while
+    /// files wait for the disk.
+    PerWorker(usize),
+}
 
-/// The depth of a strategy that cannot change it during a run (worker
-/// processes): the user's `fixed`, the network hint's start, or `workers`;
-/// and the `--stats` line saying which.
-pub fn fixed_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -> (usize, String) {
+/// The depth of worker processes: the user's `fixed`, the network hint's
+/// start, or one per worker.
+pub fn worker_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -> WorkerDepth {
     if let Some(n) = fixed {
-        return (n.max(1), format!("{n} in flight (--max-in-flight {n})"));
+        return WorkerDepth::Fixed(n.max(1), format!("{n} in flight (--max-in-flight {n})"));
     }
     match first.map(Hint::of) {
         Some(h) if h.storage == Storage::Network => {
             let n = h.start(workers);
-            (
-                n,
-                format!(
-                    "{n} in flight (hint: network, {}; not adapted during the run)",
-                    h.source
-                ),
-            )
+            let why = format!(
+                "{n} in flight (hint: network, {}; not adapted during the run)",
+                h.source
+            );
+            WorkerDepth::Fixed(n, why)
         }
-        _ => (workers, format!("{workers} in flight {PER_WORKER}")),
+        _ => WorkerDepth::PerWorker(workers),
     }
 }
 
@@ -519,6 +523,20 @@ mod tests {
             files <= 2_000 || time <= Duration::from_secs(1),
             "{name}: settled only after {files} files, {time:?}"
         );
+    }
+
+    #[test]
+    fn worker_processes_take_the_users_depth_or_one_each_on_a_local_disk() {
+        assert_eq!(
+            worker_depth(Some(5), None, 2),
+            WorkerDepth::Fixed(5, "5 in flight (--max-in-flight 5)".into())
+        );
+        let local = tempfile::tempdir().unwrap();
+        assert_eq!(
+            worker_depth(None, Some(local.path()), 3),
+            WorkerDepth::PerWorker(3)
+        );
+        assert_eq!(worker_depth(None, None, 4), WorkerDepth::PerWorker(4));
     }
 
     #[test]

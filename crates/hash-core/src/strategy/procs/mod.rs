@@ -44,6 +44,7 @@ pub use worker::worker_main;
 
 use super::{clamp_workers, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
 use crate::hasher::Reading;
+use crate::inflight::{worker_depth, WorkerDepth};
 
 /// `hash-procs`: `-j` worker processes, which are this same binary started
 /// again (see [`is_worker`]).
@@ -85,21 +86,23 @@ impl Runner for Procs {
         // A worker reads one file at a time: files in flight are workers.
         let first = files.first().map(|j| j.path.as_path());
         let workers = self.workers(files.len());
-        let (depth, why) = crate::inflight::fixed_depth(self.max_in_flight, first, workers);
-        // On a local disk the workers are the reads in flight: more start
-        // while files wait for the disk.
-        let grow = self.max_in_flight.is_none() && why.ends_with(crate::inflight::PER_WORKER);
-        let grow_to = if grow { GROW_MAX.max(depth) } else { depth };
-        let peak = pool::run(
-            files,
-            (clamp_workers(depth, files.len()), grow_to),
-            reading,
-            sink,
-        );
-        let in_flight = if grow {
-            format!("{depth} workers, growing to at most {grow_to} while files wait for the disk: {peak} at most")
-        } else {
-            why
+
+        let in_flight = match worker_depth(self.max_in_flight, first, workers) {
+            WorkerDepth::Fixed(depth, why) => {
+                let depth = clamp_workers(depth, files.len());
+                pool::run(files, (depth, depth), reading, sink);
+                why
+            }
+            // On a local disk the workers are the reads in flight: more
+            // start while files wait for the disk.
+            WorkerDepth::PerWorker(depth) => {
+                let grow_to = GROW_MAX.max(depth);
+                let peak = pool::run(files, (depth, grow_to), reading, sink);
+                format!(
+                    "{depth} workers, growing to at most {grow_to} while files wait \
+                     for the disk: {peak} at most"
+                )
+            }
         };
         Ran {
             in_flight: Some(in_flight),
