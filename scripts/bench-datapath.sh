@@ -95,7 +95,7 @@ for n in "${names[@]}"; do
             echo
             echo "## $n ($count files, $(du -sh --apparent-size "$dir" | cut -f1)), $cache, -j $j for the experiment"
             echo
-            sed "s#$bin/##g; s#$dir#$n#g; s#$hb#hash-bench#g" "$tmp/$n-$cache.md"
+            sed "s#$bin/##g; s#$dir#$n#g" "$tmp/$n-$cache.md"
         } >>"$out"
     done
 done

@@ -134,8 +134,14 @@ for i, b in enumerate(bins):
     svg.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{pts}"/>')
     yd = y(files / res[b])
     svg.append(f'<line x1="{L}" y1="{yd:.1f}" x2="{W - R}" y2="{yd:.1f}" stroke="{c}" stroke-dasharray="6,4"/>')
-    settled = re.match(r"\d+", choices.get(b, "")) 
-    label = f"{b} default: {files / res[b]:,.0f}/s" + (f" ({settled.group(0)} in flight)" if settled else "")
+    # Where it ended, in a few words, from its --stats line.
+    said = choices.get(b, "")
+    settled = next((fmt.format(m.group(1)) for pat, fmt in [
+        (r"(\d+) at most$", "{} at most"),          # procs on a local disk
+        (r"settled at (\d+)", "settled at {}"),     # the measured policy
+        (r"^(\d+) reading, more", "{}+ readers"),   # readers join while files wait
+        (r"^(\d+)", "{} in flight")] for m in [re.search(pat, said)] if m), None)
+    label = f"{b} default: {files / res[b]:,.0f}/s" + (f" ({settled})" if settled else "")
     svg.append(f'<text x="{W - R + 8}" y="{T + 20 + 36 * i}" fill="{c}">{b}</text>')
     svg.append(f'<text x="{W - R + 8}" y="{T + 36 + 36 * i}" fill="{c}" font-size="11">{label[len(b) + 1:]}</text>')
 svg.append(f'<text x="{W - R + 8}" y="{T + 20 + 36 * len(bins)}" font-size="11">solid: fixed depth</text>')

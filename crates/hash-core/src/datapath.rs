@@ -18,7 +18,8 @@
 //! each segment timed on the thread that hashes it. Once each way has
 //! [`SAMPLES`] segments, the way with the lower median time per byte is used
 //! for the rest of the run (and named by `--stats`). The cost is bounded:
-//! at most `SAMPLES` segments went the slower way. `--data-path map` or
+//! about `SAMPLES` segments went the slower way (a few more while several
+//! hashers measure at once; each `hash-procs` worker measures for itself). `--data-path map` or
 //! `read` skips the measurement; `--no-mmap` is `read`.
 //!
 //! A file that is not in the page cache is always read (the disk, not the
@@ -172,6 +173,10 @@ impl Chooser {
         }
         let per_byte = took.as_nanos() as f64 / bytes as f64;
         let mut s = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        // Another thread may have decided while this one waited for the lock.
+        if self.decided().is_some() {
+            return;
+        }
         match way {
             Way::Map => s.map.push(per_byte),
             Way::Read => s.read.push(per_byte),

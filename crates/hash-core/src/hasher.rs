@@ -74,7 +74,7 @@ pub struct Reading {
     bytes: AtomicU64,
     /// Threads hashing, or waiting for files to hash (see [`Hashing`]).
     hashers: AtomicUsize,
-    /// Read-ahead threads of mapped files running.
+    /// Helper threads of large files (mapping or reading ahead) running.
     ahead: AtomicUsize,
     cores: std::sync::OnceLock<usize>,
 }
@@ -610,7 +610,7 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         }
         let way = reading.chooser.next_sample();
         let len = SEGMENT.min(size - run.size());
-        let start = crate::datapath::thread_time();
+        let (start, before) = (crate::datapath::thread_time(), run.size());
         if way == Way::Map {
             if !map_here(&mut run, opened, len, SEGMENT as usize, reading)? {
                 break Way::Read;
@@ -618,11 +618,13 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         } else {
             read_here(&mut run, opened, buf, len, reading)?;
         }
-        reading.chooser.record(
-            way,
-            len,
-            crate::datapath::thread_time().saturating_sub(start),
-        );
+        let took = crate::datapath::thread_time().saturating_sub(start);
+        reading.chooser.record(way, run.size() - before, took);
+        if run.size() - before < len {
+            // The file ended early (it shrank): read on to the end, as
+            // `sha256sum` would; mapping past the end would fault.
+            break Way::Read;
+        }
     };
     if way == Way::Map {
         map_rest(&mut run, opened, reading)?;

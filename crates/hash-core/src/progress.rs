@@ -45,8 +45,8 @@ struct Counts {
     bytes_total: u64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
-    /// The run's hashers count the bytes they stream (not `hash-procs`'
-    /// workers: they are other processes).
+    /// The run's hashers count the bytes they stream (`hash-procs`' workers
+    /// report theirs a few times a second).
     reading: Arc<Reading>,
     /// The time-left model, fed by the ticker and read by the drawing.
     eta: Mutex<Eta>,

@@ -96,7 +96,7 @@ impl Runner for Procs {
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
             WorkerDepth::PerWorker(depth) => {
-                let grow_to = GROW_MAX.max(depth);
+                let grow_to = GROW_MAX.max(depth).min(files.len().max(1));
                 let peak = pool::run(files, (depth, grow_to), reading, sink);
                 format!(
                     "{depth} workers, growing to at most {grow_to} while files wait \

@@ -221,6 +221,9 @@ impl Pool<'_, '_> {
         if self.live_workers() >= self.grow_to || self.queue.is_empty() {
             return;
         }
+        // A worker started for waiting files counts one CPU as its own: the
+        // share of the first workers is already taken.
+        self.cores_each = 1;
         if self.spawn().is_ok() {
             self.peak = self.peak.max(self.live_workers());
             self.feed(self.workers.len() - 1);

@@ -83,6 +83,10 @@ struct Hooks {
     ready: Option<std::ffi::OsString>,
 }
 
+/// The shortest time between two `Waited` messages of a worker: the parent
+/// starts at most one worker per message, and a new one takes ~2 ms to start.
+const WAITED_EVERY: Duration = Duration::from_millis(2);
+
 /// How often a worker tells the parent how many bytes it has hashed: often
 /// enough for a progress line redrawn a few times a second, rarely enough
 /// to cost nothing.
@@ -122,6 +126,7 @@ fn serve(
     // Set when a read had to wait for the disk (see `hasher::Request::on_block`).
     let waited = std::cell::Cell::new(false);
     let on_block = || waited.set(true);
+    let mut said_waited: Option<std::time::Instant> = None;
     loop {
         let req = match read_request(&mut input) {
             Ok(Some(req)) => req,
@@ -146,9 +151,14 @@ fn serve(
         if write_response(&mut *out, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
         }
-        // Said at once: the parent may start another worker meanwhile.
-        if waited.take() && write_waited(&mut *out).and_then(|()| out.flush()).is_err() {
-            return ExitCode::FAILURE;
+        // Said at once, so the parent may start another worker meanwhile,
+        // but at most every WAITED_EVERY: on a cold tree nearly every file
+        // waits, and a write per file would undo the batching of answers.
+        if waited.take() && said_waited.is_none_or(|t| t.elapsed() >= WAITED_EVERY) {
+            if write_waited(&mut *out).and_then(|()| out.flush()).is_err() {
+                return ExitCode::FAILURE;
+            }
+            said_waited = Some(std::time::Instant::now());
         }
         // Answers to small files are sent together (one write per batch,
         // not per 4 KiB file): when no request is waiting, or after a
