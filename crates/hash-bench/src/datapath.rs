@@ -39,20 +39,18 @@ pub enum Way {
     ReadThread,
 }
 
-/// Every regular file under `roots` (not following symbolic links), largest first.
+/// Every regular file under `roots` (as [`crate::cache::walk_all`] finds them), with
+/// its size, largest first.
 pub fn files(roots: &[PathBuf]) -> Result<Vec<(PathBuf, u64)>> {
-    let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = roots.to_vec();
-    while let Some(p) = stack.pop() {
-        let meta = std::fs::symlink_metadata(&p).with_context(|| p.display().to_string())?;
-        if meta.is_dir() {
-            for e in std::fs::read_dir(&p).with_context(|| p.display().to_string())? {
-                stack.push(e?.path());
-            }
-        } else if meta.is_file() {
-            out.push((p, meta.len()));
-        }
-    }
+    let mut out = crate::cache::walk_all(roots)?
+        .into_iter()
+        .map(|p| {
+            let len = std::fs::metadata(&p)
+                .with_context(|| p.display().to_string())?
+                .len();
+            Ok((p, len))
+        })
+        .collect::<Result<Vec<_>>>()?;
     out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Ok(out)
 }

@@ -377,7 +377,7 @@ mod tests {
                 engine.contains("Async { workers: 3, io: Pool, max_in_flight: Some(9) }"),
                 "{engine}"
             );
-            assert!(!c.engine.read_policy().may_map(), "{mode:?}");
+            assert_eq!(c.engine.read_policy().path, DataPath::Read, "{mode:?}");
             let c = parse(&[&["x"][..], mode].concat());
             let engine = format!("{:?}", c.engine);
             assert!(engine.contains("io: Auto"), "{engine}");

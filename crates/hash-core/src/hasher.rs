@@ -48,13 +48,6 @@ pub struct ReadPolicy {
     pub path: DataPath,
 }
 
-impl ReadPolicy {
-    /// Whether files may be memory-mapped at all.
-    pub fn may_map(&self) -> bool {
-        self.path != DataPath::Read
-    }
-}
-
 /// What the hashers of one run share: the read policy, the flag that stops
 /// the run, and the counts kept while reading. One per run (never a
 /// process-wide static), so two runs in one process cannot see each other.
