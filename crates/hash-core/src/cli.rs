@@ -250,6 +250,8 @@ fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Erro
         } else {
             common.data_path
         },
+        // The cache records what `fstat` said of each file it hashed.
+        stamps: common.cache.is_some(),
     };
     let engine = Engine::new((strategy.def().runner)(m)?, read);
     Ok(resolve(common, engine))

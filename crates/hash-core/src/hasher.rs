@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::datapath::{Chooser, DataPath};
 use crate::error::ErrorKind;
+use crate::stamp::{Held, Stamp};
 
 /// Size of each worker's read buffer. Large enough that syscall overhead is
 /// negligible next to hashing (~1.3 GB/s per core), small enough to stay in L2.
@@ -46,6 +47,11 @@ pub struct ReadPolicy {
     /// needs the binary to have installed the `SIGBUS` handler
     /// ([`crate::mapped::catch_sigbus`]); without it files are read.
     pub path: DataPath,
+    /// Whether each digest carries what `fstat` said of its file when it was
+    /// opened and after its last byte ([`FileDigest::held`]): what the
+    /// metadata cache records, and how it tells a file that moved while it
+    /// was read. Off, it costs nothing.
+    pub stamps: bool,
 }
 
 /// What the hashers of one run share: the read policy, the flag that stops
@@ -141,6 +147,9 @@ pub struct FileDigest {
     pub digest: [u8; 32],
     /// Bytes read (the file's size at the time it was read).
     pub size: u64,
+    /// The file's metadata when opened and after it was read, when the read
+    /// policy asks for it ([`ReadPolicy::stamps`]) and `fstat` gave it.
+    pub held: Option<Held>,
 }
 
 impl FileDigest {
@@ -263,6 +272,8 @@ pub struct Opened {
     /// Its size when opened: lets the read loop stop without a last `read`
     /// that returns 0 (one system call of five per small file).
     pub size: u64,
+    /// What `fstat` said of it when opened.
+    pub stamp: Stamp,
 }
 
 /// Open `path` for hashing: non-blocking, regular files only, following a
@@ -362,9 +373,9 @@ pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
 }
 
 /// Check an opened file as `open_path` does: a regular file (with the
-/// sequential hint when large), and its size.
-pub fn checked_file(file: File) -> Result<(File, u64), ErrorKind> {
-    checked(file).map(|o| (o.file, o.size))
+/// sequential hint when large), its size and stamp.
+pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
+    checked(file)
 }
 
 fn checked(file: File) -> Result<Opened, ErrorKind> {
@@ -382,7 +393,11 @@ fn checked(file: File) -> Result<Opened, ErrorKind> {
         // A failure is harmless: it is a hint.
         let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Sequential);
     }
-    Ok(Opened { size, file })
+    Ok(Opened {
+        size,
+        file,
+        stamp: Stamp::of(&st),
+    })
 }
 
 /// A digest being computed. Every read path feeds its bytes through here, so
@@ -418,6 +433,7 @@ impl Running {
         FileDigest {
             digest: self.hasher.finalize().into(),
             size: self.size,
+            held: None,
         }
     }
 }
@@ -484,6 +500,23 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
         _ => open_path(req.path, req.follow)?,
     };
     Ok(hash_opened(&opened, buf, req.reading, req.on_block)?)
+}
+
+/// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
+/// long between a file's first stamp (at its open) and its first byte, so
+/// that a test can change it while it is being read, however fast it reads.
+fn stamp_delay_hook() {
+    #[cfg(debug_assertions)]
+    {
+        static DELAY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        let delay = DELAY.get_or_init(|| {
+            let ms = std::env::var("HASHRACE_TEST_STAMP_DELAY_MS").ok()?;
+            ms.parse().ok()
+        });
+        if let Some(ms) = delay {
+            std::thread::sleep(std::time::Duration::from_millis(*ms));
+        }
+    }
 }
 
 /// Files at least this large are hashed through memory-mapped windows
@@ -756,10 +789,28 @@ pub fn hash_opened(
     // Network and FUSE files are neither mapped nor read ahead by a thread:
     // their reads tell the pool when they wait (`on_block`), which is what
     // keeps enough requests in flight there.
-    if opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file) && cached(opened) {
-        return hash_cached(opened, buf, reading);
+    if reading.policy.stamps {
+        stamp_delay_hook();
     }
-    read_on(Running::default(), opened, buf, reading, on_block)
+    let digest =
+        if opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file) && cached(opened) {
+            hash_cached(opened, buf, reading)?
+        } else {
+            read_on(Running::default(), opened, buf, reading, on_block)?
+        };
+    Ok(stamped(digest, opened, reading))
+}
+
+/// `digest`, of `opened`, with the file's stamps when the policy asks for
+/// them (see [`ReadPolicy::stamps`]).
+pub fn stamped(digest: FileDigest, opened: &Opened, reading: &Reading) -> FileDigest {
+    if !reading.policy.stamps {
+        return digest;
+    }
+    FileDigest {
+        held: Held::after(opened.stamp, opened.file.as_fd()),
+        ..digest
+    }
 }
 
 /// Whether the start of a file is in the page cache (a one-page `RWF_NOWAIT`
@@ -915,7 +966,10 @@ mod tests {
             let mut ways = vec![];
             for path in [DataPath::Auto, DataPath::Map, DataPath::Read] {
                 // A fresh run each time, so `auto` measures inside this file.
-                let run = Reading::new(ReadPolicy { path });
+                let run = Reading::new(ReadPolicy {
+                    path,
+                    stamps: false,
+                });
                 let got = hash_cached(&opened, &mut buf, &run).unwrap();
                 ways.push((path.name(), got));
             }

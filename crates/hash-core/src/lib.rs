@@ -46,6 +46,7 @@ pub mod progress;
 pub mod quote;
 pub mod report;
 pub mod shard;
+pub mod stamp;
 pub mod stdio;
 pub mod strategy;
 pub mod tree;

@@ -345,6 +345,7 @@ mod tests {
         Ok(FileDigest {
             digest: [byte; 32],
             size,
+            held: None,
         })
     }
 

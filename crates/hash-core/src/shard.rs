@@ -559,6 +559,7 @@ mod tests {
         let d = |b: u8| crate::FileDigest {
             digest: [b; 32],
             size: 1,
+            held: None,
         };
         run.hashed(0, &d(0xaa));
         run.hashed(2, &d(0xdd));

@@ -526,14 +526,19 @@ fn a_file_appended_to_while_it_is_hashed_is_reported_and_not_recorded() {
             if strict {
                 args.insert(0, "--strict".as_ref());
             }
+            // The hasher waits 600 ms between stamping the file it opened
+            // and reading it; the append lands in the middle of that wait
+            // (the open is seen a few microseconds before the stamp).
             let child = env
                 .command()
                 .args(args)
+                .env("HASHRACE_TEST_STAMP_DELAY_MS", "600")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
             watch.wait("the big file to be opened");
+            std::thread::sleep(Duration::from_millis(200));
             let mut f = fs::OpenOptions::new().append(true).open(&big).unwrap();
             std::io::Write::write_all(&mut f, b"+").unwrap();
             drop(f);

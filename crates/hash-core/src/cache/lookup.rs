@@ -2,9 +2,10 @@
 //!
 //! This thread reads the cache in key order, one sequential scan per
 //! directory root (a point query per file named on its own), and pairs each
-//! planned file with its entry; files whose key no entry has get none. The
-//! pairs go in chunks to `stat` threads, since a million `stat` calls are
-//! most of the work and parallel; their verdicts come back here, where they
+//! planned file with its entry; files whose key no entry has get none (and
+//! are misses without a `stat`). The pairs go in chunks to `stat` threads,
+//! since a million `stat` calls are most of the work and parallel; their
+//! verdicts come back here, where they
 //! are handed on (the unchanged files' digests to the writer). The scan of a
 //! directory root also names its entries that the walk did not see: the
 //! candidates for pruning.
@@ -19,7 +20,8 @@ use super::key::Group;
 use super::rule::{unchanged, Entry, FsRules, Stamp};
 use super::store::Store;
 use crate::hasher::FileDigest;
-use crate::strategy::Job;
+use crate::strategy::{DirFd, Job};
+use std::path::Path;
 
 /// Files handed to a `stat` thread at once.
 const CHUNK: usize = 1024;
@@ -29,8 +31,8 @@ const CHUNK: usize = 1024;
 pub enum Verdict {
     /// Unchanged since its digest was recorded: this is its digest.
     Hit(FileDigest),
-    /// To be hashed; its metadata before hashing, when `stat` gave it.
-    Miss(Option<Stamp>),
+    /// To be hashed (the hasher stamps it: [`crate::stamp::Held`]).
+    Miss,
 }
 
 /// The verdict on the planned file `index`, of group `group`.
@@ -305,15 +307,18 @@ fn judge(files: &[Job], chunk: Vec<Item>, fs: &mut Filesystems) -> Vec<Found> {
         .into_iter()
         .map(|item| {
             let job = &files[item.index as usize];
-            let now = stat(job);
-            let verdict = match (item.entry, now) {
-                (Some(e), Some(s)) if unchanged(&e, &s, fs.rules(job, &s)) => {
+            // A file the cache has nothing for is not `stat`ed: it is hashed
+            // whatever its metadata says.
+            let now = item.entry.and_then(|e| Some((e, stat(job)?)));
+            let verdict = match now {
+                Some((e, s)) if unchanged(&e, &s, fs.rules(job.dir.as_ref(), &job.path, s.dev)) => {
                     Verdict::Hit(FileDigest {
                         digest: e.digest,
                         size: s.size,
+                        held: None,
                     })
                 }
-                _ => Verdict::Miss(now),
+                _ => Verdict::Miss,
             };
             Found {
                 index: item.index,
@@ -346,12 +351,12 @@ pub fn stat(job: &Job) -> Option<Stamp> {
 pub struct Filesystems(HashMap<u64, FsRules>);
 
 impl Filesystems {
-    /// The rules for `job`'s file, stamped `stamp`.
-    pub fn rules(&mut self, job: &Job, stamp: &Stamp) -> FsRules {
-        *self.0.entry(stamp.dev).or_insert_with(|| {
-            let st = match &job.dir {
+    /// The rules for a file on device `dev`, `path` (in `dir`, when walked).
+    pub fn rules(&mut self, dir: Option<&DirFd>, path: &Path, dev: u64) -> FsRules {
+        *self.0.entry(dev).or_insert_with(|| {
+            let st = match dir {
                 Some(dir) => rustix::fs::fstatfs(dir.0.as_fd()),
-                None => rustix::fs::statfs(&job.path),
+                None => rustix::fs::statfs(path),
             };
             st.map_or(FsRules::UNKNOWN, |st| FsRules::for_type(st.f_type as u32))
         })

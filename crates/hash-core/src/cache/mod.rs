@@ -6,12 +6,14 @@
 //! so every strategy gets it and no cached file reaches a worker:
 //!
 //! 1. [`Cache::lookup`]: every planned file is paired with its entry
-//!    ([`key`]: by absolute path; [`store`]: SQLite), `stat`ed, and judged
-//!    ([`rule`]: same size, mtime, ctime, inode and device, and not racy).
-//!    Unchanged files go straight to the writer with their recorded digest;
-//!    the rest are the misses, each with its metadata from before hashing.
-//! 2. The engine hashes the misses. [`Cache::hashed`] `stat`s each file
-//!    again: a file whose metadata moved while it was read is reported
+//!    ([`key`]: by absolute path; [`store`]: SQLite); a file with an entry
+//!    is `stat`ed and judged ([`rule`]: same size, mtime, ctime, inode and
+//!    device, and not racy). Unchanged files go straight to the writer with
+//!    their recorded digest; the rest are the misses.
+//! 2. The engine hashes the misses, and its hashers stamp each file they
+//!    read ([`crate::stamp::Held`]: `fstat` at the open and after the last
+//!    byte; the read policy asks for it). [`Cache::hashed`] judges the
+//!    stamps: a file whose metadata moved while it was read is reported
 //!    (`PATH: changed while being read`) and not recorded; one whose
 //!    timestamps are too fresh to trust (racy) is not recorded either; the
 //!    rest are recorded, in batches of one transaction each.
@@ -43,7 +45,7 @@ pub use store::{OpenError, APPLICATION_ID, SCHEMA_VERSION};
 
 use key::Group;
 use lookup::{Filesystems, Verdict};
-use rule::{Entry, Stamp};
+use rule::Entry;
 use store::{Record, Store};
 
 /// Records written in one transaction.
@@ -76,11 +78,11 @@ impl Counts {
     }
 }
 
-/// A miss: a file to hash, and what is needed to record it.
+/// A miss: a file to hash, and the group whose key it is recorded under
+/// (`u32::MAX`: none, it is not recorded).
 #[derive(Debug, Clone, Copy)]
 struct Miss {
     group: u32,
-    before: Option<Stamp>,
 }
 
 /// The cache of one run.
@@ -183,9 +185,8 @@ impl Cache {
                         broke |= flow.is_break();
                         flow
                     }
-                    Verdict::Miss(before) => {
-                        let group = f.group;
-                        misses.push((f.index, Miss { group, before }));
+                    Verdict::Miss => {
+                        misses.push((f.index, Miss { group: f.group }));
                         ControlFlow::Continue(())
                     }
                 }
@@ -201,10 +202,7 @@ impl Cache {
         }
         // A file without a verdict (standard input, or one a `stat` thread
         // lost to a bug) is a miss with nothing to record.
-        let nothing = Miss {
-            group: u32::MAX,
-            before: None,
-        };
+        let nothing = Miss { group: u32::MAX };
         let left = answered.iter().enumerate().filter(|(_, a)| !**a);
         misses.extend(left.map(|(i, _)| (i as u32, nothing)));
         misses.sort_unstable_by_key(|m| m.0);
@@ -223,14 +221,14 @@ impl Cache {
     pub fn hashed(&mut self, k: usize, job: &Job, outcome: &Outcome, progress: Option<&Progress>) {
         let Ok(d) = outcome else { return };
         let miss = self.misses[k].1;
-        let (Some(before), Some(group)) = (miss.before, self.groups.get(miss.group as usize))
-        else {
+        // The hasher stamped the descriptor it read when it was opened and
+        // after its last byte (the read policy asks for it when there is a
+        // cache); without stamps there is nothing to vouch for.
+        let (Some(held), Some(group)) = (d.held, self.groups.get(miss.group as usize)) else {
             return;
         };
-        let Some(after) = lookup::stat(job) else {
-            return; // gone since: nothing to vouch for
-        };
-        let rules = self.fs.rules(job, &after);
+        let (before, after) = (held.opened, held.read);
+        let rules = self.fs.rules(job.dir.as_ref(), &job.path, after.dev);
         if !rule::held_still(&before, &after, d.size, rules) {
             self.counts.changed += 1;
             let why = io::Error::other("changed while being read");

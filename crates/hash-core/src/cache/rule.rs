@@ -16,47 +16,7 @@
 //! filesystem's tick plus the lag of the kernel's coarse clock, which stamps
 //! files a little behind the clock we read ([`FsRules::window_ns`]).
 
-/// Metadata that must not move for a cached digest to stand: what `stat`
-/// says of a file, as stored in the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Stamp {
-    /// Size in bytes.
-    pub size: u64,
-    /// Last modification, in nanoseconds since the epoch.
-    pub mtime_ns: i64,
-    /// Last status change (any write, rename, chmod, `touch`), nanoseconds.
-    pub ctime_ns: i64,
-    /// Inode number.
-    pub ino: u64,
-    /// Device number of the filesystem.
-    pub dev: u64,
-}
-
-impl Stamp {
-    /// The stamp of a `stat` result.
-    // The fields' integer types differ between targets: the casts are
-    // no-ops on some.
-    #[allow(clippy::unnecessary_cast)]
-    pub fn of(st: &rustix::fs::Stat) -> Stamp {
-        let ns = |s: i64, n: i64| s.saturating_mul(NS).saturating_add(n);
-        Stamp {
-            size: st.st_size as u64,
-            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
-            ino: st.st_ino,
-            dev: st.st_dev,
-        }
-    }
-
-    /// Whether both timestamps fall on whole seconds: the mark of a
-    /// filesystem that keeps seconds only (ext3, ext4 with small inodes,
-    /// HFS+, ...), whose type alone does not tell. A fine-grained stamp falls
-    /// on a whole second once in a billion, or once per tick of the coarse
-    /// clock at worst; that file is then only trusted a little later.
-    fn whole_seconds(&self) -> bool {
-        self.mtime_ns % NS == 0 && self.ctime_ns % NS == 0
-    }
-}
+pub use crate::stamp::Stamp;
 
 /// What the cache holds for one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

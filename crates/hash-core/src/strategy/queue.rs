@@ -167,6 +167,7 @@ mod tests {
     const DONE: FileDigest = FileDigest {
         digest: [7; 32],
         size: 1,
+        held: None,
     };
 
     type Worker = fn(&Queue<'_>, &mpsc::Sender<Batch>, &mut Batch);

@@ -25,7 +25,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::mpsc;
 use std::thread;
@@ -36,7 +36,8 @@ use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
 use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
-use crate::hasher::{self, hash, new_buffer, Reading, Running};
+use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
+use crate::stamp::Stamp;
 
 /// Bytes read per request.
 const BLOCK: usize = 64 * 1024;
@@ -121,6 +122,8 @@ struct Slot {
     name: CString,
     fd: Option<OwnedFd>,
     size: u64,
+    /// What `fstat` said of the file when it was opened.
+    stamp: Stamp,
     run: Running,
     buf: Box<[u8]>,
 }
@@ -132,6 +135,7 @@ impl Slot {
             name: CString::default(),
             fd: None,
             size: 0,
+            stamp: Stamp::default(),
             run: Running::default(),
             buf: vec![0; BLOCK].into_boxed_slice(),
         }
@@ -366,6 +370,7 @@ impl Ring<'_, '_> {
                 let opened = hasher::Opened {
                     file,
                     size: slot.size,
+                    stamp: slot.stamp,
                 };
                 let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
                 Ok(hasher::hash_opened(&opened, buf, self.queue.reading, None)?)
@@ -412,7 +417,7 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
     // SAFETY: a successful openat returns a new descriptor that nobody else owns.
     let file = unsafe { File::from_raw_fd(res) };
     match hasher::checked_file(file) {
-        Ok((file, size)) => {
+        Ok(hasher::Opened { file, size, stamp }) => {
             // O_NONBLOCK kept a FIFO from blocking the open; for a regular
             // file it would only make some filesystems answer EAGAIN.
             // We opened it O_RDONLY|O_NONBLOCK (O_NOFOLLOW and O_CLOEXEC are
@@ -421,6 +426,7 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
             let _ = rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty());
             slot.fd = Some(file.into());
             slot.size = size;
+            slot.stamp = stamp;
             slot.run = Running::default();
             None
         }
@@ -453,7 +459,13 @@ fn read(slot: &mut Slot, mut res: i32, reading: &Reading) -> Option<Outcome> {
     // The end: a read of 0, or a short one that reaches the size fstat gave
     // (see `hasher::hash_opened`).
     if n == 0 || (n < BLOCK && slot.run.size() == slot.size) {
-        return Some(Ok(std::mem::take(&mut slot.run).finish()));
+        let digest = std::mem::take(&mut slot.run).finish();
+        if !reading.policy().stamps {
+            return Some(Ok(digest));
+        }
+        let fd = slot.fd.as_ref().expect("open").as_fd();
+        let held = crate::stamp::Held::after(slot.stamp, fd);
+        return Some(Ok(FileDigest { held, ..digest }));
     }
     None
 }

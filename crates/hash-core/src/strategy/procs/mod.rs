@@ -127,6 +127,10 @@ pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 /// parent's policy (each measures for itself under `auto`).
 const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
 
+/// `1` in a worker's environment when the run asks for each file's stamps
+/// ([`crate::hasher::ReadPolicy::stamps`]: the cache records them).
+const WORKER_STAMPS_ENV: &str = "HASHRACE_PROCS_WORKER_STAMPS";
+
 /// The CPUs a worker may count as its own: the machine's, shared out among
 /// the workers. A worker starts a helper thread for a large file (reading or
 /// mapping ahead) only when its share leaves a core free, as the threads of

@@ -17,7 +17,7 @@ use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
-    WORKER_DATA_PATH_ENV, WORKER_ENV,
+    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
@@ -250,6 +250,10 @@ impl Pool<'_, '_> {
         cmd.env(WORKER_ENV, parent.to_string())
             .env(WORKER_DATA_PATH_ENV, self.data_path.name())
             .env(WORKER_CORES_ENV, self.cores_each.to_string())
+            .env(
+                WORKER_STAMPS_ENV,
+                u8::from(self.reading.policy().stamps).to_string(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use crate::error::ErrorKind;
 use crate::hasher::FileDigest;
+use crate::stamp::{Held, Stamp};
 use crate::strategy::{Job, Outcome};
 
 /// A request: hash this path.
@@ -61,6 +62,8 @@ const TAG_NOT_REGULAR: u8 = 2;
 const TAG_MESSAGE: u8 = 3;
 const TAG_STREAMED: u8 = 4;
 const TAG_WAITED: u8 = 5;
+/// A digest with the file's stamps ([`FileDigest::held`]).
+const TAG_OK_HELD: u8 = 6;
 
 /// The id of a [`Message::Streamed`]: never a job's (the pool has fewer
 /// than `u32::MAX` files).
@@ -95,9 +98,20 @@ pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> 
     w.write_all(&id.to_le_bytes())?;
     match outcome {
         Ok(d) => {
-            w.write_all(&[TAG_OK])?;
+            w.write_all(&[if d.held.is_some() {
+                TAG_OK_HELD
+            } else {
+                TAG_OK
+            }])?;
             w.write_all(&d.digest)?;
-            w.write_all(&d.size.to_le_bytes())
+            w.write_all(&d.size.to_le_bytes())?;
+            match &d.held {
+                Some(held) => {
+                    w.write_all(&stamp_bytes(&held.opened))?;
+                    w.write_all(&stamp_bytes(&held.read))
+                }
+                None => Ok(()),
+            }
         }
         Err(ErrorKind::Io(e)) if e.raw_os_error().is_some() => {
             w.write_all(&[TAG_ERRNO])?;
@@ -113,6 +127,29 @@ pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> 
     }
 }
 
+/// Bytes of a [`Stamp`] on the wire: five little-endian 64-bit fields.
+const STAMP_BYTES: usize = 40;
+
+fn stamp_bytes(s: &Stamp) -> [u8; STAMP_BYTES] {
+    let mut out = [0u8; STAMP_BYTES];
+    let fields = [s.size, s.mtime_ns as u64, s.ctime_ns as u64, s.ino, s.dev];
+    for (chunk, f) in out.chunks_exact_mut(8).zip(fields) {
+        chunk.copy_from_slice(&f.to_le_bytes());
+    }
+    out
+}
+
+fn stamp_of(b: &[u8]) -> Stamp {
+    let f = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    Stamp {
+        size: f(0),
+        mtime_ns: f(1) as i64,
+        ctime_ns: f(2) as i64,
+        ino: f(3),
+        dev: f(4),
+    }
+}
+
 /// The next message, or `None` at a clean end of input.
 pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
     let mut head = [0u8; 5];
@@ -123,12 +160,24 @@ pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
     r.read_exact(&mut head[1..])?;
     let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
     let outcome = match head[4] {
-        TAG_OK => {
+        tag @ (TAG_OK | TAG_OK_HELD) => {
             let mut body = [0u8; 40];
             r.read_exact(&mut body)?;
+            let held = if tag == TAG_OK_HELD {
+                let mut stamps = [0u8; 2 * STAMP_BYTES];
+                r.read_exact(&mut stamps)?;
+                let (opened, read) = stamps.split_at(STAMP_BYTES);
+                Some(Held {
+                    opened: stamp_of(opened),
+                    read: stamp_of(read),
+                })
+            } else {
+                None
+            };
             Ok(FileDigest {
                 digest: body[..32].try_into().unwrap(),
                 size: u64::from_le_bytes(body[32..].try_into().unwrap()),
+                held,
             })
         }
         TAG_ERRNO => {
@@ -178,6 +227,7 @@ mod tests {
         let ok = FileDigest {
             digest: [9; 32],
             size: 3,
+            held: None,
         };
         write_response(&mut wire, 4, &Ok(ok)).unwrap();
         write_streamed(&mut wire, 1).unwrap();
@@ -256,9 +306,26 @@ mod tests {
         let ok = FileDigest {
             digest: [0xab; 32],
             size: 1 << 40,
+            held: None,
+        };
+        // Every field distinct, negative times and the top bit set too.
+        let stamp = |k: u64| Stamp {
+            size: k,
+            mtime_ns: -(k as i64) - 1,
+            ctime_ns: k as i64 * 3,
+            ino: u64::MAX - k,
+            dev: k << 40,
+        };
+        let held = FileDigest {
+            held: Some(Held {
+                opened: stamp(5),
+                read: stamp(7),
+            }),
+            ..ok
         };
         let mut wire = Vec::new();
         write_response(&mut wire, 1, &Ok(ok)).unwrap();
+        write_response(&mut wire, 5, &Ok(held)).unwrap();
         write_response(
             &mut wire,
             2,
@@ -269,6 +336,7 @@ mod tests {
         write_response(&mut wire, 4, &Err(io::Error::other("odd").into())).unwrap();
         let mut r = &wire[..];
         assert_eq!(read_response(&mut r).unwrap().unwrap().1.unwrap(), ok);
+        assert_eq!(read_response(&mut r).unwrap().unwrap().1.unwrap(), held);
         let (id, e) = read_response(&mut r).unwrap().unwrap();
         assert_eq!(id, 2);
         assert_eq!(e.unwrap_err().to_string(), "Permission denied");

@@ -16,7 +16,7 @@ use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use super::wire::{read_request, write_response, write_streamed, write_waited, Request};
-use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV};
+use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV, WORKER_STAMPS_ENV};
 use crate::datapath::DataPath;
 use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
@@ -52,7 +52,8 @@ pub fn worker_main() -> ExitCode {
         .as_deref()
         .and_then(DataPath::named)
         .unwrap_or_default();
-    let reading = Reading::new(ReadPolicy { path });
+    let stamps = std::env::var_os(WORKER_STAMPS_ENV).is_some_and(|v| v == "1");
+    let reading = Reading::new(ReadPolicy { path, stamps });
     if let Some(n) = std::env::var(WORKER_CORES_ENV)
         .ok()
         .and_then(|n| n.parse().ok())
