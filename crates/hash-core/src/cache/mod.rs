@@ -38,6 +38,7 @@ use crate::strategy::{Job, Outcome};
 
 mod key;
 mod lookup;
+mod recorder;
 pub mod rule;
 mod store;
 
@@ -45,6 +46,7 @@ pub use store::{OpenError, APPLICATION_ID, SCHEMA_VERSION};
 
 use key::Group;
 use lookup::{Filesystems, Verdict};
+use recorder::Recorder;
 use rule::Entry;
 use store::{Record, Store};
 
@@ -88,8 +90,12 @@ struct Miss {
 /// The cache of one run.
 #[derive(Debug)]
 pub struct Cache {
-    /// `None` once it failed: the run goes on without it.
+    /// `None` once it failed (the run goes on without it), or while the
+    /// recorder holds it.
     store: Option<Store>,
+    /// Writes the records while the engine hashes, from the first full
+    /// batch on; `finish` takes the store back.
+    recorder: Option<Recorder>,
     path: PathBuf,
     /// The moment this run started looking (before any `stat`), which
     /// every record of this run carries.
@@ -109,6 +115,7 @@ impl Cache {
     pub fn open(path: &Path) -> Result<Cache, OpenError> {
         Ok(Cache {
             store: Some(Store::open(path)?),
+            recorder: None,
             path: path.to_path_buf(),
             recorded_ns: 0,
             groups: Vec::new(),
@@ -235,7 +242,8 @@ impl Cache {
             crate::diag::path_error(&Error::new(job.path.clone(), ErrorKind::Io(why)), progress);
             return;
         }
-        if self.store.is_none() || rule::racy(&before, self.recorded_ns, rules) {
+        let writable = self.store.is_some() || self.recorder.is_some();
+        if !writable || rule::racy(&before, self.recorded_ns, rules) {
             return; // too fresh: the next run records it
         }
         self.pending.push(Record {
@@ -251,17 +259,43 @@ impl Cache {
         }
     }
 
-    /// Write the records waiting for their batch.
+    /// Hand the records waiting for their batch to the recorder (started
+    /// on the first batch), or write them here when it could not start.
     fn flush(&mut self) {
-        let Some(store) = &mut self.store else {
-            self.pending.clear();
+        if self.pending.is_empty() {
             return;
-        };
-        match store.insert(&self.pending) {
-            Ok(()) => self.counts.recorded += self.pending.len() as u64,
+        }
+        if self.recorder.is_none() {
+            if let Some(store) = self.store.take() {
+                match Recorder::start(store) {
+                    Ok(r) => self.recorder = Some(r),
+                    Err(store) => self.store = Some(store),
+                }
+            }
+        }
+        let batch = std::mem::take(&mut self.pending);
+        if let Some(r) = &self.recorder {
+            return r.send(batch);
+        }
+        let Some(store) = &mut self.store else { return };
+        match store.insert(&batch) {
+            Ok(()) => self.counts.recorded += batch.len() as u64,
             Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
         }
-        self.pending.clear();
+    }
+
+    /// Wait for the recorder to write what it was given, and take the store
+    /// back (or give up on it, if a write failed).
+    fn join_recorder(&mut self) {
+        let Some(r) = self.recorder.take() else {
+            return;
+        };
+        let written = r.finish();
+        self.counts.recorded += written.recorded;
+        self.store = Some(written.store);
+        if let Some(e) = written.error {
+            self.give_up(&format!("cannot be written ({})", store::reason(&e)));
+        }
     }
 
     /// End the run: write what waits, and, if the run `succeeded` (no file
@@ -270,6 +304,7 @@ impl Cache {
     /// prunes nothing.
     pub fn finish(&mut self, succeeded: bool) -> Counts {
         self.flush();
+        self.join_recorder();
         let unseen = std::mem::take(&mut self.unseen);
         if let (true, false, Some(store)) = (succeeded, unseen.is_empty(), &mut self.store) {
             match store.delete(&unseen) {
