@@ -829,6 +829,22 @@ fn cached(opened: &Opened) -> bool {
     )
 }
 
+/// How often the calling thread has gone to sleep (its voluntary context
+/// switches). A read that waited for a disk slept; one that took long only
+/// because the thread was preempted (two hashers and the writer taking turns
+/// on two cores) did not, and must not add a reader: on a warm tree of a
+/// million files those preemptions, in the rare reads `RWF_NOWAIT` refuses
+/// (0.2 % here), grew the pool to its limit of 128 threads.
+fn sleeps() -> i64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given, which is zeroed (a
+    // valid rusage) even if it fails.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
+        usage.assume_init().ru_nvcsw
+    }
+}
+
 /// Read and hash `opened` from where `run` stands to a read of 0 (see
 /// [`hash_opened`]).
 fn read_on(
@@ -850,9 +866,9 @@ fn read_on(
                         // Not cached, or only briefly locked (page migration
                         // says EAGAIN too): the blocking read tells which.
                         nowait = None;
-                        let start = std::time::Instant::now();
+                        let (start, slept) = (std::time::Instant::now(), sleeps());
                         let res = pread(&opened.file, &mut *buf, size);
-                        if start.elapsed() >= DISK_WAIT {
+                        if start.elapsed() >= DISK_WAIT && sleeps() > slept {
                             hook();
                         }
                         res
