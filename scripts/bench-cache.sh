@@ -12,7 +12,9 @@
 #   warm    an unchanged tree, the cache made by one run before
 #   mixed   1 % of the files rewritten (new content, same size) before every run;
 #           afterwards the cached output is compared with an uncached run
-# and the peak RSS (GNU time's %M) of a warm cached run. Needs a release build
+# and the peak RSS (GNU time's %M) of a warm cached run; last, `hash-bench
+# cache-floor` on the tiny tree (walk, stat, fstat, SQLite insert timed alone:
+# the floor under those cases). Needs a release build
 # (cargo build --release) and hyperfine. Timings depend on the machine: the
 # CPU is printed with them.
 set -euo pipefail
@@ -88,3 +90,7 @@ for set in "tiny-$files" shards; do
     "$hasher" "$data" >"$work/out/plain.sums"
     cmp "$work/out/cached.sums" "$work/out/plain.sums" && echo "mixed: cached output identical to uncached"
 done
+
+# The least work any cache run does on the tiny tree, each piece timed alone:
+# what bounds the tiny cases above.
+"$target/hash-bench" cache-floor -j "$(nproc)" "$work/data/tiny-$files"

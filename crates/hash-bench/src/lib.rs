@@ -31,6 +31,7 @@
 //!   every cold run, each run proved cold or warm by the bytes that crossed.
 
 pub mod cache;
+pub mod cachefloor;
 pub mod cgroup;
 pub mod chart;
 pub mod collect;

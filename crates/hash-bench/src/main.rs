@@ -48,6 +48,9 @@ enum Cmd {
     Ceiling(CeilingArgs),
     /// Reference: open + read + close every regular file (walk included), no hashing.
     ReadFloor(ReadFloorArgs),
+    /// Reference: the least work a --cache run does on a tree (walk, stat per file,
+    /// fstat, SQLite insert per row), each piece timed alone.
+    CacheFloor(CacheFloorArgs),
     /// Experiment: hash files one way of getting their bytes to SHA-256 (mapped, mapped
     /// and copied, read, read by a second thread); prints sha256sum lines.
     Datapath(DatapathArgs),
@@ -398,6 +401,43 @@ struct DatapathArgs {
     roots: Vec<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct CacheFloorArgs {
+    /// Threads for the `stat` step.
+    #[arg(short = 'j', long, default_value_t = 2)]
+    jobs: usize,
+    /// Where the scratch SQLite file goes (removed after).
+    #[arg(long, default_value_os_t = std::env::temp_dir())]
+    scratch: PathBuf,
+    /// The tree.
+    root: PathBuf,
+}
+
+fn cache_floor(a: CacheFloorArgs) -> Result<()> {
+    let f = hash_bench::cachefloor::measure(&a.root, a.jobs, &a.scratch)?;
+    let per = |c: hash_bench::cachefloor::Cost| c.cpu / f.files.max(1) as f64 * 1e6;
+    println!("cache-floor: {} files", f.files);
+    println!(
+        "  walk (readdir, one thread): {:.3} s wall, {:.3} s CPU",
+        f.walk.wall, f.walk.cpu
+    );
+    println!(
+        "  stat per file (-j {}): {:.3} s wall, {:.3} s CPU ({:.3} µs CPU a file)",
+        a.jobs,
+        f.stat.wall,
+        f.stat.cpu,
+        per(f.stat)
+    );
+    println!("  fstat of an open file: {:.3} µs CPU", f.fstat_each * 1e6);
+    println!(
+        "  SQLite insert, a row per file: {:.3} s wall, {:.3} s CPU ({:.3} µs CPU a row)",
+        f.insert.wall,
+        f.insert.cpu,
+        per(f.insert)
+    );
+    Ok(())
+}
+
 fn parse_buffer(s: &str) -> Result<u64, String> {
     match hash_bench::cgroup::parse_size(s)? {
         n @ 4096..=1_073_741_824 => Ok(n),
@@ -708,6 +748,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Ceiling(a) => ceiling(a),
         Cmd::ReadFloor(a) => read_floor(a),
         Cmd::Datapath(a) => datapath(a),
+        Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
         Cmd::Machine { data_dir } => {
             let m = serde_json::to_string_pretty(&machine::collect(&data_dir))?;
