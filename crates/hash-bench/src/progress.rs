@@ -169,23 +169,29 @@ mod tests {
 
     #[test]
     fn plain_line_counts_bytes() {
-        let p = Progress::new("gen x", 10, 8 << 20, false);
-        p.add(2 << 20);
-        p.add(2 << 20);
-        for _ in 0..5 {
+        let p = Progress::new("gen x", 10, 10 << 20, false);
+        p.add(1 << 20);
+        p.file_done();
+        // The first progress starts the time-left fit.
+        assert_eq!(
+            p.line(Duration::from_secs(1)),
+            "  gen x: 1.00 MiB / 10.00 MiB (10 %), 1/10 files, 1.00 MiB/s, ETA --:--"
+        );
+        p.add(4 << 20);
+        for _ in 0..4 {
             p.file_done();
         }
-        // Half of the files and half of the bytes in 2 s: 2 s more, however the time
-        // divides between files and bytes.
+        // 40 % of the files and of the bytes in 2 s: the other half takes 2.5 s,
+        // however the time divides between files and bytes.
         assert_eq!(
-            p.line(Duration::from_secs(2)),
-            "  gen x: 4.00 MiB / 8.00 MiB (50 %), 5/10 files, 2.00 MiB/s, ETA 0:02"
+            p.line(Duration::from_secs(3)),
+            "  gen x: 5.00 MiB / 10.00 MiB (50 %), 5/10 files, 1.67 MiB/s, ETA 2.5s"
         );
         // More than the total (a file grew) shows the total.
         p.add(8 << 20);
         assert!(p
-            .line(Duration::from_secs(1))
-            .contains("8.00 MiB / 8.00 MiB (100 %)"));
+            .line(Duration::from_secs(4))
+            .contains("10.00 MiB / 10.00 MiB (100 %)"));
     }
 
     #[test]

@@ -29,7 +29,9 @@
 //! display jump. Samples with no progress (a stall, or bytes that show only
 //! in steps, as a `hash-procs` worker's do, a few times a second) are not
 //! fitted on their own: their time is carried into the next interval that
-//! moved, which is what it was spent on.
+//! moved, which is what it was spent on. The exception is the time before
+//! the first progress, which is the run starting as much as hashing: the fit
+//! starts from the first sample that shows progress.
 //!
 //! The model is pure — it is fed `(now, files_done, bytes_done)` and never
 //! reads a clock — so tests drive it with a synthetic one.
@@ -120,7 +122,14 @@ impl Eta {
         self.last_secs = here.secs.max(self.last_secs);
         let moved = here.files > anchor.files || here.bytes > anchor.bytes;
         if moved && here.secs > anchor.secs {
-            self.fit_interval(anchor, here);
+            // The time up to the first progress is the run getting going
+            // (threads or worker processes starting, the first opens; a
+            // `hash-procs` worker's first byte count comes 200 ms in) as much
+            // as hashing: fitted, it made a warm run's bytes look twice as
+            // slow as they were. The fit starts from the first progress.
+            if anchor.files > 0 || anchor.bytes > 0 {
+                self.fit_interval(anchor, here);
+            }
             self.anchor = Some(here);
         }
         let countdown = self.shown.map(|s| (s - since).max(0.0));
@@ -202,9 +211,13 @@ fn fraction(part: u64, total: u64) -> f64 {
     part as f64 / total.max(1) as f64
 }
 
-/// A time left as `m:ss`, rounded to the second, or `--:--` without one.
+/// A time left as `m:ss`, rounded to the second, or below ten seconds with
+/// tenths (`4.2s`): a short run's last seconds rounded to whole ones would
+/// say "0:00" with most of a second still to go, or "0:01" for 0.6 s.
+/// `--:--` without an estimate.
 pub fn clock(left: Option<Duration>) -> String {
     match left {
+        Some(d) if d.as_secs_f64() < 9.95 => format!("{:.1}s", d.as_secs_f64()),
         Some(d) => {
             let s = d.as_secs_f64().round() as u64;
             format!("{}:{:02}", s / 60, s % 60)
@@ -425,10 +438,14 @@ mod tests {
         let mut eta = Eta::new(4, 4096);
         assert_eq!(eta.sample(Duration::ZERO, 0, 0), None);
         assert_eq!(eta.sample(Duration::from_secs(1), 0, 0), None);
-        let left = eta.sample(Duration::from_secs(2), 2, 2048).unwrap();
-        // Half of each in 2 s: the other half takes 2 s, whatever the split.
+        // The first progress only starts the fit: the time before it was
+        // partly the run starting.
+        assert_eq!(eta.sample(Duration::from_secs(2), 1, 1024), None);
+        let left = eta.sample(Duration::from_secs(3), 2, 2048).unwrap();
+        // A quarter of each a second: the other half takes 2 s, whatever
+        // the split.
         assert!((left.as_secs_f64() - 2.0).abs() < 0.01, "{left:?}");
-        let end = eta.sample(Duration::from_secs(4), 4, 4096).unwrap();
+        let end = eta.sample(Duration::from_secs(5), 4, 4096).unwrap();
         assert!(end.as_secs_f64() < 0.01, "{end:?}");
     }
 
@@ -436,16 +453,19 @@ mod tests {
     fn empty_totals_do_not_divide_by_zero() {
         let mut eta = Eta::new(0, 0);
         eta.sample(Duration::ZERO, 0, 0);
-        let left = eta.sample(Duration::from_secs(1), 1, 0).unwrap();
+        eta.sample(Duration::from_secs(1), 1, 0);
+        let left = eta.sample(Duration::from_secs(2), 2, 0).unwrap();
         assert_eq!(left, Duration::ZERO);
     }
 
     #[test]
-    fn clock_rounds_to_the_second() {
+    fn clock_shows_tenths_below_ten_seconds_and_whole_seconds_above() {
         assert_eq!(clock(None), "--:--");
-        assert_eq!(clock(Some(Duration::from_millis(999))), "0:01");
-        assert_eq!(clock(Some(Duration::from_millis(1499))), "0:01");
+        assert_eq!(clock(Some(Duration::ZERO)), "0.0s");
+        assert_eq!(clock(Some(Duration::from_millis(640))), "0.6s");
+        assert_eq!(clock(Some(Duration::from_millis(9940))), "9.9s");
+        assert_eq!(clock(Some(Duration::from_millis(9950))), "0:10");
+        assert_eq!(clock(Some(Duration::from_millis(10_499))), "0:10");
         assert_eq!(clock(Some(Duration::from_secs(61 * 60 + 5))), "61:05");
-        assert_eq!(clock(Some(Duration::ZERO)), "0:00");
     }
 }

@@ -349,13 +349,20 @@ mod tests {
         let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
         let p = Progress::on(target, false, (10, 1024 << 20), Default::default());
         // What the ticker does, on a clock of the test's (no ticker runs here):
-        // nothing at the start, then half the bytes and half the files in 2 s.
+        // nothing at the start, a tenth of the bytes and one file in 1 s (the
+        // first progress, where the fit starts), then half the bytes and half
+        // the files at 3 s.
         tick(&p.bar, &p.counts, Duration::ZERO);
-        for _ in 0..5 {
+        p.file_done(0);
+        p.counts
+            .bytes_done
+            .store((1024 << 20) / 10, Ordering::Relaxed);
+        tick(&p.bar, &p.counts, Duration::from_secs(1));
+        for _ in 0..4 {
             p.file_done(0);
         }
         p.counts.bytes_done.store(512 << 20, Ordering::Relaxed);
-        tick(&p.bar, &p.counts, Duration::from_secs(2));
+        tick(&p.bar, &p.counts, Duration::from_secs(3));
         p.finish();
         let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -368,16 +375,17 @@ mod tests {
             assert!(rate.parse::<f64>().is_ok(), "{line:?}");
             assert!(
                 head.starts_with("0.0/1024.0 MiB (0%), 0/10 files (0%), ")
+                    || head.starts_with("102.4/1024.0 MiB (10%), 1/10 files (10%), ")
                     || head.starts_with("512.0/1024.0 MiB (50%), 5/10 files (50%), "),
                 "{line:?}"
             );
             etas.push(&tail[" MiB/s, ETA ".len()..]);
         }
-        // Half of everything took 2 s: the other half takes 2 s more, however
-        // the time divides between files and bytes.
-        assert_eq!(etas.last(), Some(&"0:02"), "{text:?}");
+        // 40 % of everything took 2 s: the other half takes 2.5 s more,
+        // however the time divides between files and bytes.
+        assert_eq!(etas.last(), Some(&"2.5s"), "{text:?}");
         assert!(
-            etas.iter().all(|e| *e == "--:--" || *e == "0:02"),
+            etas.iter().all(|e| *e == "--:--" || *e == "2.5s"),
             "{text:?}"
         );
         assert!(text.ends_with('\n') && !text.contains('\r') && !text.contains('\x1b'));
