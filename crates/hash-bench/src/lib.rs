@@ -37,6 +37,7 @@ pub mod chart;
 pub mod collect;
 pub mod compare;
 pub mod datapath;
+pub mod etacheck;
 pub mod gen;
 pub mod hyperfine;
 pub mod link;

@@ -51,6 +51,9 @@ enum Cmd {
     /// Reference: the least work a --cache run does on a tree (walk, stat per file,
     /// fstat, SQLite insert per row), each piece timed alone.
     CacheFloor(CacheFloorArgs),
+    /// Check the progress line's time left: each binary hashes a tree with --progress,
+    /// cold and warm; the line drawn at 40 % of the run against the time really left.
+    EtaCheck(EtaCheckArgs),
     /// Experiment: hash files one way of getting their bytes to SHA-256 (mapped, mapped
     /// and copied, read, read by a second thread); prints sha256sum lines.
     Datapath(DatapathArgs),
@@ -438,6 +441,59 @@ fn cache_floor(a: CacheFloorArgs) -> Result<()> {
     Ok(())
 }
 
+#[derive(Debug, Args)]
+struct EtaCheckArgs {
+    /// Where the hash-* binaries are [default: beside this one].
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// The point of the run whose line is read back, as a fraction of the run.
+    #[arg(long, default_value_t = 0.4)]
+    at: f64,
+    /// Runs of each binary in each cache state.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// The tree (e.g. made by `hash-bench gen datasets/eta.json`).
+    root: PathBuf,
+}
+
+/// The four binaries, as their files are named.
+const BINARIES: [&str; 4] = ["hash-serial", "hash-threads", "hash-procs", "hash-async"];
+
+fn eta_check(a: EtaCheckArgs) -> Result<()> {
+    let bin_dir = match a.bin_dir {
+        Some(d) => d,
+        None => std::env::current_exe()?
+            .parent()
+            .context("the directory of hash-bench")?
+            .to_path_buf(),
+    };
+    let mut outside = 0;
+    println!("| cache | binary | run | line at | left | ETA shown | shown ÷ left |");
+    println!("|---|---|---|---|---|---|---|");
+    for cold in [false, true] {
+        for binary in BINARIES {
+            for _ in 0..a.runs {
+                let r = hash_bench::etacheck::check(&bin_dir, binary, &a.root, cold, a.at)?;
+                let ratio = r.ratio();
+                outside += usize::from(!ratio.is_some_and(|x| (0.5..=2.0).contains(&x)));
+                println!(
+                    "| {} | {binary} | {:.2} s | {:.2} s | {:.2} s | {} | {} |",
+                    if cold { "cold" } else { "warm" },
+                    r.total.as_secs_f64(),
+                    r.at.as_secs_f64(),
+                    (r.total - r.at).as_secs_f64(),
+                    r.shown.map_or("--:--".into(), |s| format!("{s:.1} s")),
+                    ratio.map_or("—".into(), |x| format!("{x:.2}")),
+                );
+            }
+        }
+    }
+    if outside > 0 {
+        anyhow::bail!("{outside} readings outside a factor of 2");
+    }
+    Ok(())
+}
+
 fn parse_buffer(s: &str) -> Result<u64, String> {
     match hash_bench::cgroup::parse_size(s)? {
         n @ 4096..=1_073_741_824 => Ok(n),
@@ -749,6 +805,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::ReadFloor(a) => read_floor(a),
         Cmd::Datapath(a) => datapath(a),
         Cmd::CacheFloor(a) => cache_floor(a),
+        Cmd::EtaCheck(a) => eta_check(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
         Cmd::Machine { data_dir } => {
             let m = serde_json::to_string_pretty(&machine::collect(&data_dir))?;

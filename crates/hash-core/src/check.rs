@@ -276,7 +276,8 @@ pub fn check_manifest(
     let reading = run.engine.reading();
     let progress = run.progress.then(|| {
         let total = files.iter().map(|j| j.size).sum();
-        Progress::start(files.len() as u64, total, reading.clone())
+        let workers = run.engine.workers(files.len());
+        Progress::start(files.len() as u64, total, workers, reading.clone())
     });
     let mut order = InOrder::new(files.len());
     let mut write_failure = None;

@@ -75,6 +75,10 @@ pub struct Reading {
     hashers: AtomicUsize,
     /// Helper threads of large files (mapping or reading ahead) running.
     ahead: AtomicUsize,
+    /// Whether a large file's data was found not to be in the page cache:
+    /// the run reads from the disk (the progress line's hint for what its
+    /// small files will cost before any has been read).
+    uncached: AtomicBool,
     cores: std::sync::OnceLock<usize>,
 }
 
@@ -124,6 +128,11 @@ impl Reading {
     /// the machine), before anything asked how many there are.
     pub(crate) fn set_cores(&self, n: usize) {
         let _ = self.cores.set(n.max(1));
+    }
+
+    /// Whether a large file's data had to come from the disk.
+    pub fn saw_uncached(&self) -> bool {
+        self.uncached.load(Ordering::Relaxed)
     }
 
     /// Count the calling thread as one of the run's hashers while the
@@ -792,12 +801,15 @@ pub fn hash_opened(
     if reading.policy.stamps {
         stamp_delay_hook();
     }
-    let digest =
-        if opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file) && cached(opened) {
-            hash_cached(opened, buf, reading)?
-        } else {
-            read_on(Running::default(), opened, buf, reading, on_block)?
-        };
+    let large = opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file);
+    let digest = if large && cached(opened) {
+        hash_cached(opened, buf, reading)?
+    } else {
+        if large {
+            reading.uncached.store(true, Ordering::Relaxed);
+        }
+        read_on(Running::default(), opened, buf, reading, on_block)?
+    };
     Ok(stamped(digest, opened, reading))
 }
 

@@ -50,6 +50,8 @@ struct Counts {
     reading: Arc<Reading>,
     /// The time-left model, fed by the ticker and read by the drawing.
     eta: Mutex<Eta>,
+    /// The run's hashing workers (one: its files are read one at a time).
+    workers: usize,
     stop: AtomicBool,
 }
 
@@ -71,7 +73,12 @@ impl Counts {
 fn tick(bar: &ProgressBar, counts: &Counts, now: Duration) {
     let bytes = counts.bytes();
     let files = counts.files_done.load(Ordering::Relaxed);
-    counts.eta().sample(now, files, bytes);
+    let mut eta = counts.eta();
+    if counts.reading.saw_uncached() {
+        eta.reading_from_disk(counts.workers);
+    }
+    eta.sample(now, files, bytes);
+    drop(eta);
     bar.set_position(bytes);
 }
 
@@ -92,15 +99,26 @@ pub fn wanted(forced: Option<bool>) -> bool {
 
 impl Progress {
     /// Start drawing progress towards `files_total` files of `bytes_total`
-    /// bytes, hashed by the run that shares `reading`.
-    pub fn start(files_total: u64, bytes_total: u64, reading: Arc<Reading>) -> Progress {
+    /// bytes, hashed by the run that shares `reading` with `workers` hashing
+    /// workers.
+    pub fn start(
+        files_total: u64,
+        bytes_total: u64,
+        workers: usize,
+        reading: Arc<Reading>,
+    ) -> Progress {
         let terminal = io::stderr().is_terminal();
         let target = if terminal {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(io::stderr()))))
         };
-        let mut p = Progress::on(target, terminal, (files_total, bytes_total), reading);
+        let mut p = Progress::on(
+            target,
+            terminal,
+            (files_total, bytes_total, workers),
+            reading,
+        );
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
         // Without a thread (none could start) the line is drawn at the end only.
         // The model's clock starts with it (its first sample, in `on`).
@@ -122,7 +140,7 @@ impl Progress {
     fn on(
         target: ProgressDrawTarget,
         terminal: bool,
-        (files_total, bytes_total): (u64, u64),
+        (files_total, bytes_total, workers): (u64, u64, usize),
         reading: Arc<Reading>,
     ) -> Progress {
         let mut eta = Eta::new(files_total, bytes_total);
@@ -135,6 +153,7 @@ impl Progress {
             bytes_done: AtomicU64::new(0),
             reading,
             eta: Mutex::new(eta),
+            workers,
             stop: AtomicBool::new(false),
         });
         let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
@@ -347,7 +366,7 @@ mod tests {
     fn off_a_terminal_each_frame_is_one_line_and_finish_adds_none() {
         let sink = Shared::default();
         let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
-        let p = Progress::on(target, false, (10, 1024 << 20), Default::default());
+        let p = Progress::on(target, false, (10, 1024 << 20, 2), Default::default());
         // What the ticker does, on a clock of the test's (no ticker runs here):
         // nothing at the start, a tenth of the bytes and one file in 1 s (the
         // first progress, where the fit starts), then half the bytes and half
