@@ -513,8 +513,10 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
 
 /// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
 /// long between a file's first stamp (at its open) and its first byte, so
-/// that a test can change it while it is being read, however fast it reads.
-fn stamp_delay_hook() {
+/// that a test can change it while it is being read, however fast it reads;
+/// with `HASHRACE_TEST_STAMPED_DIR` too, first say so there (an empty file
+/// named `stamped-SIZE`), so that the test waits on an event, not a clock.
+fn stamp_delay_hook(size: u64) {
     #[cfg(debug_assertions)]
     {
         static DELAY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
@@ -523,9 +525,14 @@ fn stamp_delay_hook() {
             ms.parse().ok()
         });
         if let Some(ms) = delay {
+            if let Some(dir) = std::env::var_os("HASHRACE_TEST_STAMPED_DIR") {
+                let _ = File::create(Path::new(&dir).join(format!("stamped-{size}")));
+            }
             std::thread::sleep(std::time::Duration::from_millis(*ms));
         }
     }
+    #[cfg(not(debug_assertions))]
+    let _ = size;
 }
 
 /// Files at least this large are hashed through memory-mapped windows
@@ -799,7 +806,7 @@ pub fn hash_opened(
     // their reads tell the pool when they wait (`on_block`), which is what
     // keeps enough requests in flight there.
     if reading.policy.stamps {
-        stamp_delay_hook();
+        stamp_delay_hook(opened.size);
     }
     let large = opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file);
     let digest = if large && cached(opened) {

@@ -521,24 +521,30 @@ fn a_file_appended_to_while_it_is_hashed_is_reported_and_not_recorded() {
         let cache = dir.path().join("cache.db");
         for strict in [false, true] {
             let old = show(&sha256sum(&[&big]))[..64].to_owned();
-            let watch = OpenWatch::new(&big);
             let mut args = cached(&cache, &[root]);
             if strict {
                 args.insert(0, "--strict".as_ref());
             }
-            // The hasher waits 600 ms between stamping the file it opened
-            // and reading it; the append lands in the middle of that wait
-            // (the open is seen a few microseconds before the stamp).
+            // The hasher says when it has stamped a file it opened (an empty
+            // file named by its size appears in `signals`), then waits 600 ms
+            // before reading it: the append lands in that wait.
+            let signals = scratch();
+            let watch = OpenWatch::on(signals.path(), rustix::fs::inotify::WatchFlags::CREATE);
+            let stamped = signals
+                .path()
+                .join(format!("stamped-{}", fs::metadata(&big).unwrap().len()));
             let child = env
                 .command()
                 .args(args)
                 .env("HASHRACE_TEST_STAMP_DELAY_MS", "600")
+                .env("HASHRACE_TEST_STAMPED_DIR", signals.path())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            watch.wait("the big file to be opened");
-            std::thread::sleep(Duration::from_millis(200));
+            while !stamped.exists() {
+                watch.wait("the big file to be stamped");
+            }
             let mut f = fs::OpenOptions::new().append(true).open(&big).unwrap();
             std::io::Write::write_all(&mut f, b"+").unwrap();
             drop(f);
