@@ -417,6 +417,8 @@ struct CacheFloorArgs {
 }
 
 fn cache_floor(a: CacheFloorArgs) -> Result<()> {
+    // Every directory is kept open while the files are stat-ed.
+    hash_core::limits::raise_open_file_limit();
     let f = hash_bench::cachefloor::measure(&a.root, a.jobs, &a.scratch)?;
     let per = |c: hash_bench::cachefloor::Cost| c.cpu / f.files.max(1) as f64 * 1e6;
     println!("cache-floor: {} files", f.files);

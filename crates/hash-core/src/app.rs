@@ -191,8 +191,8 @@ fn hash(
     let reading = engine.reading();
     let progress = show_progress.then(|| {
         let total = (plan.files.len() as u64, plan.total_bytes());
-        let workers = engine.workers(plan.files.len());
-        Progress::start(total.0, total.1, workers, Arc::clone(&reading))
+        let one_reader = engine.strategy() == crate::Strategy::Serial;
+        Progress::start(total.0, total.1, one_reader, Arc::clone(&reading))
     });
     let mut writer = Writer::new(&plan.files, crate::stdio::stdout(), *out, progress.as_ref());
     for e in &plan.errors {

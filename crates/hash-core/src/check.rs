@@ -32,11 +32,11 @@ use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
 use crate::error::{Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::exit::Exit;
-use crate::output::InOrder;
+use crate::output::{InOrder, Parked};
 use crate::progress::Progress;
 use crate::quote::{quote_name, quote_path};
 use crate::stdio::LineTooLong;
-use crate::strategy::{Engine, Job, Outcome};
+use crate::strategy::{Engine, Job};
 
 /// GNU's check-mode switches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -224,9 +224,9 @@ enum Verdict {
 }
 
 /// Judge `outcome` against `entry`, counting it in `tally`.
-fn judge(opts: &CheckOptions, entry: &CheckLine, outcome: Outcome, tally: &mut Tally) -> Verdict {
+fn judge(opts: &CheckOptions, entry: &CheckLine, outcome: Parked, tally: &mut Tally) -> Verdict {
     match outcome {
-        Ok(d) if d.digest == entry.digest => {
+        Ok((digest, _)) if digest == entry.digest => {
             tally.ok += 1;
             if opts.quiet || opts.status {
                 Verdict::Silent
@@ -276,12 +276,12 @@ pub fn check_manifest(
     let reading = run.engine.reading();
     let progress = run.progress.then(|| {
         let total = files.iter().map(|j| j.size).sum();
-        let workers = run.engine.workers(files.len());
-        Progress::start(files.len() as u64, total, workers, reading.clone())
+        let one_reader = run.engine.strategy() == crate::Strategy::Serial;
+        Progress::start(files.len() as u64, total, one_reader, reading.clone())
     });
     let mut order = InOrder::new(files.len());
     let mut write_failure = None;
-    let mut verdict = |i: usize, outcome: Outcome| -> ControlFlow<()> {
+    let mut verdict = |i: usize, outcome: Parked| -> ControlFlow<()> {
         let entry = &listing.entries[i];
         if !listing.malformed_before[i].is_empty() {
             let _ = out.flush();
@@ -313,7 +313,7 @@ pub fn check_manifest(
         if let Some(p) = &progress {
             p.file_done(files[i].size);
         }
-        order.insert(i, outcome);
+        order.insert(i, crate::output::parked(outcome));
         while let Some((i, outcome)) = order.pop_ready() {
             verdict(i, outcome)?;
         }

@@ -116,17 +116,15 @@ impl Eta {
     }
 
     /// Say that the run reads from the disk (a large file's data was not in
-    /// the page cache) with `readers` reading at once. With one reader, until
-    /// files end in numbers, a file is expected to cost a read of the disk
-    /// ([`PRIOR_COLD_FILE_SECS`]). With more, the prior stays: their reads
-    /// overlap, and how many overlap is the in-flight policy's to find once
-    /// small files are read (a cold disk read shared among the two readers a
-    /// pool starts with doubled the time left that `hash-threads` and
-    /// `hash-async` showed at 40 % of a cold run).
-    pub fn reading_from_disk(&mut self, readers: usize) {
-        if readers <= 1 {
-            self.prior = PRIOR_COLD_FILE_SECS;
-        }
+    /// the page cache) one file at a time: until files end in numbers, a file
+    /// is expected to cost a read of the disk ([`PRIOR_COLD_FILE_SECS`]).
+    /// Not for a pool that adds readers while reads wait (threads, processes,
+    /// rings): their reads overlap, and how many overlap is the in-flight
+    /// policy's to find once small files are read (a cold disk read shared
+    /// between the two readers such a pool starts with doubled the time left
+    /// that `hash-threads` and `hash-async` showed at 40 % of a cold run).
+    pub fn reading_from_disk(&mut self) {
+        self.prior = PRIOR_COLD_FILE_SECS;
     }
 
     /// Feed the counts as they are at `now` (any fixed origin, never going
@@ -364,7 +362,7 @@ mod tests {
         };
         let warm = at(Eta::new(files, bytes));
         let mut eta = Eta::new(files, bytes);
-        eta.reading_from_disk(1);
+        eta.reading_from_disk();
         let cold = at(eta);
         eprintln!(
             "ETA ÷ time left at 2.5 s: {warm:.2} with the warm prior, {cold:.2} told of the disk"

@@ -50,7 +50,8 @@ pub struct ReadPolicy {
     /// Whether each digest carries what `fstat` said of its file when it was
     /// opened and after its last byte ([`FileDigest::held`]): what the
     /// metadata cache records, and how it tells a file that moved while it
-    /// was read. Off, it costs nothing.
+    /// was read. Off, no `fstat` is made for it (the field is there either
+    /// way; the writer and check mode park only the digest and the size).
     pub stamps: bool,
 }
 
@@ -792,8 +793,9 @@ fn read_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Resul
 ///
 /// With `on_block`, reads first try `RWF_NOWAIT`: data in the page cache is
 /// returned at no extra cost. When it is not, the read is made again,
-/// blocking, and if that took at least [`DISK_WAIT`] the hook hears that
-/// this file waited for the disk (once per file), whatever its size: more
+/// blocking, and if that took at least [`DISK_WAIT`] and the thread slept in
+/// it ([`sleeps`]) the hook hears that this file waited for the disk (once
+/// per file), whatever its size: more
 /// readers help cold 8 MiB files too (measured: cold shards-quick took 17 %
 /// longer when only files under 1 MiB could add readers).
 pub fn hash_opened(

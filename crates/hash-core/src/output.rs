@@ -133,12 +133,17 @@ impl<T> InOrder<T> {
     }
 }
 
-/// What the writer keeps of an outcome until its turn: the digest and the
-/// size. Not the file's stamps ([`FileDigest::held`], read by the cache
+/// What the writer (and check mode) keeps of an outcome until its turn: the
+/// digest and the size. Not the file's stamps ([`FileDigest::held`], read by the cache
 /// before the writer sees the outcome), which would more than double the
 /// reorder buffer's slot for each planned file (a slot per file: 136 bytes
 /// instead of 48, +88 MB on a million files).
-type Parked = Result<([u8; 32], u64), crate::error::ErrorKind>;
+pub(crate) type Parked = Result<([u8; 32], u64), crate::error::ErrorKind>;
+
+/// `outcome` as it is parked: see [`Parked`].
+pub(crate) fn parked(outcome: crate::strategy::Outcome) -> Parked {
+    outcome.map(|d| (d.digest, d.size))
+}
 
 /// The single writer for one run.
 pub struct Writer<'a, W: Write> {
@@ -217,7 +222,7 @@ impl<'a, W: Write> Writer<'a, W> {
         if let Some(p) = self.progress {
             p.file_done(outcome.as_ref().map_or(self.jobs[i].size, |d| d.size));
         }
-        self.order.insert(i, outcome.map(|d| (d.digest, d.size)));
+        self.order.insert(i, parked(outcome));
         while let Some((i, parked)) = self.order.pop_ready() {
             self.emit(i, parked)?;
         }

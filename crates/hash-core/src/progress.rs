@@ -50,8 +50,8 @@ struct Counts {
     reading: Arc<Reading>,
     /// The time-left model, fed by the ticker and read by the drawing.
     eta: Mutex<Eta>,
-    /// The run's hashing workers (one: its files are read one at a time).
-    workers: usize,
+    /// Whether the run reads its files one at a time.
+    one_reader: bool,
     stop: AtomicBool,
 }
 
@@ -74,8 +74,8 @@ fn tick(bar: &ProgressBar, counts: &Counts, now: Duration) {
     let bytes = counts.bytes();
     let files = counts.files_done.load(Ordering::Relaxed);
     let mut eta = counts.eta();
-    if counts.reading.saw_uncached() {
-        eta.reading_from_disk(counts.workers);
+    if counts.one_reader && counts.reading.saw_uncached() {
+        eta.reading_from_disk();
     }
     eta.sample(now, files, bytes);
     drop(eta);
@@ -99,12 +99,12 @@ pub fn wanted(forced: Option<bool>) -> bool {
 
 impl Progress {
     /// Start drawing progress towards `files_total` files of `bytes_total`
-    /// bytes, hashed by the run that shares `reading` with `workers` hashing
-    /// workers.
+    /// bytes, hashed by the run that shares `reading`; `one_reader`: its
+    /// files are read one at a time (`hash-serial`).
     pub fn start(
         files_total: u64,
         bytes_total: u64,
-        workers: usize,
+        one_reader: bool,
         reading: Arc<Reading>,
     ) -> Progress {
         let terminal = io::stderr().is_terminal();
@@ -116,7 +116,7 @@ impl Progress {
         let mut p = Progress::on(
             target,
             terminal,
-            (files_total, bytes_total, workers),
+            (files_total, bytes_total, one_reader),
             reading,
         );
         let (bar, counts) = (p.bar.clone(), Arc::clone(&p.counts));
@@ -140,7 +140,7 @@ impl Progress {
     fn on(
         target: ProgressDrawTarget,
         terminal: bool,
-        (files_total, bytes_total, workers): (u64, u64, usize),
+        (files_total, bytes_total, one_reader): (u64, u64, bool),
         reading: Arc<Reading>,
     ) -> Progress {
         let mut eta = Eta::new(files_total, bytes_total);
@@ -153,7 +153,7 @@ impl Progress {
             bytes_done: AtomicU64::new(0),
             reading,
             eta: Mutex::new(eta),
-            workers,
+            one_reader,
             stop: AtomicBool::new(false),
         });
         let bar = ProgressBar::with_draw_target(Some(bytes_total), target)
@@ -366,7 +366,7 @@ mod tests {
     fn off_a_terminal_each_frame_is_one_line_and_finish_adds_none() {
         let sink = Shared::default();
         let target = ProgressDrawTarget::term_like(Box::new(Lines::new(Box::new(sink.clone()))));
-        let p = Progress::on(target, false, (10, 1024 << 20, 2), Default::default());
+        let p = Progress::on(target, false, (10, 1024 << 20, false), Default::default());
         // What the ticker does, on a clock of the test's (no ticker runs here):
         // nothing at the start, a tenth of the bytes and one file in 1 s (the
         // first progress, where the fit starts), then half the bytes and half

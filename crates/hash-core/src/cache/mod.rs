@@ -96,6 +96,8 @@ pub struct Cache {
     /// Writes the records while the engine hashes, from the first full
     /// batch on; `finish` takes the store back.
     recorder: Option<Recorder>,
+    /// No recorder thread could start: records are written here.
+    no_recorder: bool,
     path: PathBuf,
     /// The moment this run started looking (before any `stat`), which
     /// every record of this run carries.
@@ -116,6 +118,7 @@ impl Cache {
         Ok(Cache {
             store: Some(Store::open(path)?),
             recorder: None,
+            no_recorder: false,
             path: path.to_path_buf(),
             recorded_ns: 0,
             groups: Vec::new(),
@@ -242,7 +245,8 @@ impl Cache {
             crate::diag::path_error(&Error::new(job.path.clone(), ErrorKind::Io(why)), progress);
             return;
         }
-        let writable = self.store.is_some() || self.recorder.is_some();
+        let recording = self.recorder.as_ref().is_some_and(|r| !r.failed());
+        let writable = self.store.is_some() || recording;
         if !writable || rule::racy(&before, self.recorded_ns, rules) {
             return; // too fresh: the next run records it
         }
@@ -265,11 +269,14 @@ impl Cache {
         if self.pending.is_empty() {
             return;
         }
-        if self.recorder.is_none() {
+        if self.recorder.is_none() && !self.no_recorder {
             if let Some(store) = self.store.take() {
                 match Recorder::start(store) {
                     Ok(r) => self.recorder = Some(r),
-                    Err(store) => self.store = Some(store),
+                    Err(store) => {
+                        self.store = Some(store);
+                        self.no_recorder = true;
+                    }
                 }
             }
         }

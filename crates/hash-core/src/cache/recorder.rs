@@ -9,7 +9,9 @@
 //! A write that fails ends the writing: the rest of the batches are
 //! dropped, and the caller learns why when it takes the store back.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::store::{Record, Store};
@@ -30,6 +32,8 @@ pub(super) struct Written {
 pub(super) struct Recorder {
     tx: SyncSender<Vec<Record>>,
     thread: JoinHandle<Written>,
+    /// Set when a write failed: nothing more will be written.
+    failed: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -44,17 +48,24 @@ impl Recorder {
     pub fn start(store: Store) -> Result<Recorder, Store> {
         let (store_tx, store_rx) = mpsc::channel::<Store>();
         let (tx, rx) = mpsc::sync_channel(QUEUED);
+        let failed = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&failed);
         let spawned = crate::limits::thread_builder()
             .name("cache-recorder".into())
-            .spawn(move || record(store_rx, rx));
+            .spawn(move || record(store_rx, rx, &flag));
         match spawned {
             Ok(thread) => {
                 // The thread waits for it: a send to a live receiver.
                 let _ = store_tx.send(store);
-                Ok(Recorder { tx, thread })
+                Ok(Recorder { tx, thread, failed })
             }
             Err(_) => Err(store),
         }
+    }
+
+    /// Whether a write failed (then the rest are dropped: no use making them).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Queue `batch` (waits while the recorder is [`QUEUED`] batches behind).
@@ -74,7 +85,7 @@ impl Recorder {
 
 /// The recorder's body: take the store, then write each batch until the
 /// channel closes.
-fn record(store: Receiver<Store>, batches: Receiver<Vec<Record>>) -> Written {
+fn record(store: Receiver<Store>, batches: Receiver<Vec<Record>>, failed: &AtomicBool) -> Written {
     let mut store = store
         .recv()
         .expect("the store is sent once the thread runs");
@@ -85,7 +96,10 @@ fn record(store: Receiver<Store>, batches: Receiver<Vec<Record>>) -> Written {
         }
         match store.insert(&batch) {
             Ok(()) => recorded += batch.len() as u64,
-            Err(e) => error = Some(e),
+            Err(e) => {
+                error = Some(e);
+                failed.store(true, Ordering::Relaxed);
+            }
         }
     }
     Written {

@@ -113,9 +113,10 @@ pub fn same(a: &Stamp, b: &Stamp, rules: FsRules) -> bool {
         && (!rules.stable_inodes || (a.ino == b.ino && a.dev == b.dev))
 }
 
-/// Whether a digest of `read` bytes, taken between a `stat` that gave
-/// `before` and one that gave `after`, is of a file that held still: the
-/// same metadata, and as many bytes as it claimed.
+/// Whether a digest of `read` bytes, taken between an `fstat` of the open
+/// file that gave `before` and one after its last byte that gave `after`
+/// ([`crate::stamp::Held`]), is of a file that held still: the same
+/// metadata, and as many bytes as it claimed.
 pub fn held_still(before: &Stamp, after: &Stamp, read: u64, rules: FsRules) -> bool {
     same(before, after, rules) && read == before.size
 }
