@@ -117,8 +117,19 @@ struct Hand<'a, 'o> {
 }
 
 impl Hand<'_, '_> {
-    /// Take one item; false once the receiver of verdicts has stopped.
+    /// Take one item; false once the receiver of verdicts has stopped. A
+    /// file the cache has nothing for is a miss without a `stat`: its
+    /// verdict is passed on here, not sent round the `stat` threads (a
+    /// first run sends none).
     fn push(&mut self, item: Item) -> bool {
+        if item.entry.is_none() {
+            self.pass_one(Found {
+                index: item.index,
+                group: item.group,
+                verdict: Verdict::Miss,
+            });
+            return !self.stopped;
+        }
         self.chunk.push(item);
         if self.chunk.len() == CHUNK {
             self.send();
@@ -144,10 +155,13 @@ impl Hand<'_, '_> {
 
     fn pass(&mut self, found: Vec<Found>) {
         for f in found {
-            if self.stopped || (self.out)(f).is_break() {
-                self.stopped = true;
-                return;
-            }
+            self.pass_one(f);
+        }
+    }
+
+    fn pass_one(&mut self, f: Found) {
+        if self.stopped || (self.out)(f).is_break() {
+            self.stopped = true;
         }
     }
 
@@ -307,8 +321,8 @@ fn judge(files: &[Job], chunk: Vec<Item>, fs: &mut Filesystems) -> Vec<Found> {
         .into_iter()
         .map(|item| {
             let job = &files[item.index as usize];
-            // A file the cache has nothing for is not `stat`ed: it is hashed
-            // whatever its metadata says.
+            // (A file the cache has nothing for does not come here: see
+            // `Hand::push`.)
             let now = item.entry.and_then(|e| Some((e, stat(job)?)));
             let verdict = match now {
                 Some((e, s)) if unchanged(&e, &s, fs.rules(job.dir.as_ref(), &job.path, s.dev)) => {
