@@ -329,7 +329,7 @@ fn open_path_at(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Result<Opened
         flags |= OFlags::NOFOLLOW;
     }
     match rustix::fs::openat(dir, path, flags, Mode::empty()) {
-        Ok(fd) => checked(File::from(fd)),
+        Ok(fd) => checked_file(File::from(fd)),
         // O_NOFOLLOW reports a symbolic link as ELOOP; the walk saw a regular
         // file here, so the honest reason is that the entry changed type.
         Err(Errno::LOOP) if !follow => Err(ErrorKind::NotRegular),
@@ -376,7 +376,7 @@ pub fn open_dir(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
 pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::openat(dir, name, flags, Mode::empty()) {
-        Ok(fd) => checked(File::from(fd)),
+        Ok(fd) => checked_file(File::from(fd)),
         Err(Errno::LOOP) => Err(ErrorKind::NotRegular),
         Err(e) => Err(io::Error::from(e).into()),
     }
@@ -385,10 +385,6 @@ pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
 /// Check an opened file as `open_path` does: a regular file (with the
 /// sequential hint when large), its size and stamp.
 pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
-    checked(file)
-}
-
-fn checked(file: File) -> Result<Opened, ErrorKind> {
     use rustix::fs::FileType;
     // fstat, not std's statx(fd, "", AT_EMPTY_PATH): no empty-path lookup.
     let st = rustix::fs::fstat(&file).map_err(io::Error::from)?;

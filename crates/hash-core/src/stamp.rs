@@ -10,7 +10,7 @@
 //! lookups were a fifth of a first cached run's samples (`perf`).
 
 /// Nanoseconds in a second.
-const NS: i64 = 1_000_000_000;
+pub(crate) const NS: i64 = 1_000_000_000;
 
 /// Metadata that must not move for a cached digest to stand: what `stat`
 /// says of a file, as stored in the cache.

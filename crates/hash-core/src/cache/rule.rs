@@ -17,6 +17,7 @@
 //! files a little behind the clock we read ([`FsRules::window_ns`]).
 
 pub use crate::stamp::Stamp;
+use crate::stamp::NS;
 
 /// What the cache holds for one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +30,6 @@ pub struct Entry {
     /// epoch), taken before the file's metadata was.
     pub recorded_ns: i64,
 }
-
-const NS: i64 = 1_000_000_000;
 
 /// The racy window of filesystems with fine timestamps: the kernel stamps
 /// files from a coarse clock that lags the real one by up to a scheduler
