@@ -58,6 +58,11 @@ Options:
                    (warm only; the hashers alone, at their default -j, 3 runs each;
                    ~1-2 minutes to generate the first time).
   --no-python      leave out the Python reference programs (scripts/pyhash.py).
+  --python PATH    race the Python rows under this interpreter instead of python3;
+                   repeat it, or give a comma-separated list, for several (e.g.
+                   --python python3 --python pypy3). A free-threaded python3.14t or
+                   python3.13t on PATH is raced either way; when there is none, the
+                   results show its rows as absent and say how to install one.
   --bin-dir DIR    take the four hashers from DIR instead of building them here.
   --data-dir DIR   where datasets are generated (default: datasets/data). Must be on a
                    disk-backed filesystem for cold runs.
@@ -93,7 +98,13 @@ How it measures:
       ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,
       N = CPUs and 64; warm and cold).
     - python-serial/-threads/-procs/-asyncio (scripts/pyhash.py) when python3 is
-      installed; checked against the hashers' output before timing.
+      installed, at each --jobs value and with the pools' own defaults ("-j
+      default", chunksize=8 for processes), under each interpreter; checked against
+      the hashers' output before timing. The same four with pure-Python work
+      (python-*-pysum: the byte sum mod 2^32, which holds the GIL; warm only),
+      checked against hash-bench's own byte sums. The results name each
+      interpreter's version and whether its GIL is on, and 'hash-bench compare'
+      prints the flip table: each work under each interpreter beside the hashers.
   * Peak RSS is recorded twice: the largest single process, and the sum over the
     whole process tree (hash-procs' parent plus workers).
 
@@ -108,6 +119,7 @@ DATASETS=""
 BIG=0
 SCALE=0
 NO_PYTHON=0
+PYTHONS=()
 BIN_DIR=""
 DATA_DIR="$REPO/datasets/data"
 OUT="$REPO/results"
@@ -141,6 +153,7 @@ while [[ $# -gt 0 ]]; do
 	--big) BIG=1 ;;
 	--scale) SCALE=1 ;;
 	--no-python) NO_PYTHON=1 ;;
+	--python) need_arg "$@"; IFS=, read -r -a _p <<<"$2"; PYTHONS+=("${_p[@]}"); shift ;;
 	--bin-dir) need_arg "$@"; BIN_DIR=$2; shift ;;
 	--data-dir) need_arg "$@"; DATA_DIR=$2; shift ;;
 	--out) need_arg "$@"; OUT=$2; shift ;;
@@ -157,6 +170,13 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 [[ $WARM == 1 || $COLD == 1 ]] || die "--warm-only and --cold-only leave nothing to run"
+# A wrong --python stops here, before a build or a sweep starts (hash-bench plan asks
+# each interpreter the details again and records them).
+for py in "${PYTHONS[@]}"; do
+	"$py" -c 'import sys; sys.exit(sys.version_info < (3, 9))' </dev/null >/dev/null 2>&1 ||
+		die "--python $py: not a working Python 3.9 or later"
+done
+((NO_PYTHON && ${#PYTHONS[@]})) && die "--python and --no-python contradict each other"
 # Paths given relative to where the script was started; it cds to the repo below.
 abspath() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 DATA_DIR=$(abspath "$DATA_DIR")
@@ -320,6 +340,7 @@ EXTRA=()
 ((SCALE)) && EXTRA+=(scale scale2)
 ((${#EXTRA[@]})) && PLAN_ARGS+=(--extra-datasets "$(IFS=,; echo "${EXTRA[*]}")")
 ((NO_PYTHON)) && PLAN_ARGS+=(--no-python)
+for py in "${PYTHONS[@]}"; do PLAN_ARGS+=(--python "$py"); done
 ((WARM)) || PLAN_ARGS+=(--no-warm)
 ((COLD)) || PLAN_ARGS+=(--no-cold)
 ((FRESH)) && PLAN_ARGS+=(--fresh)

@@ -1,20 +1,35 @@
 #!/usr/bin/env python3
 """pyhash: the classic Python version of hashrace's experiment, as a reference.
 
-Hashes every regular file under the given directories with SHA-256 and prints
+Computes a value for every regular file under the given directories and prints
 `sha256sum`-format lines sorted by path bytes, with one of four strategies:
 
   serial    one loop
-  threads   concurrent.futures.ThreadPoolExecutor (hashlib releases the GIL)
+  threads   concurrent.futures.ThreadPoolExecutor
   procs     concurrent.futures.ProcessPoolExecutor (pays start-up and pickling)
-  asyncio   asyncio.to_thread on a thread pool of -j workers
+  asyncio   asyncio.to_thread on a thread pool
 
-Standard library only. Files are read in 1 MiB chunks. The output is byte-identical
-to `find -H DIR -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum` (GNU name
-escaping), so the benchmark harness checks it like the hashrace binaries before
-timing it. Errors are `pyhash: PATH: reason` on stderr; the run continues and exits 1.
+and one of two kinds of work (--work):
 
-Usage: pyhash.py {serial,threads,procs,asyncio} [-j N] DIR...
+  sha256    hashlib's SHA-256, which releases the GIL while it hashes a buffer over
+            2 KiB, so threads run it in parallel;
+  pysum     sum(chunk) % 2**32 over the file's 1 MiB chunks, summed mod 2**32 and
+            printed as 8 hex digits: pure-Python work that holds the GIL throughout,
+            so on an interpreter with a GIL only processes run it in parallel.
+
+-j N sets the workers (and, for procs, batches of about files / (16 N)). Without -j
+each pool keeps the standard library's own defaults, as a first program would:
+ThreadPoolExecutor's max_workers (min(32, CPUs + 4)), ProcessPoolExecutor's (CPUs)
+with chunksize=8, and asyncio's default executor.
+
+Standard library only. Files are read in 1 MiB chunks. With sha256 the output is
+byte-identical to `find -H DIR -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum`
+(GNU name escaping), so the benchmark harness checks it like the hashrace binaries
+before timing it; with pysum it is checked against `hash-bench pysum`, a separate
+implementation in Rust. Errors are `pyhash: PATH: reason` on stderr; the run continues
+and exits 1.
+
+Usage: pyhash.py {serial,threads,procs,asyncio} [--work sha256|pysum] [-j N] DIR...
 """
 
 import argparse
@@ -59,7 +74,7 @@ def walk(root):
                 yield ("error", e.path, err)
 
 
-def hash_file(path):
+def sha256_file(path):
     """(path, hex digest or None, error text or None)."""
     try:
         h = hashlib.sha256()
@@ -74,6 +89,24 @@ def hash_file(path):
         return (path, None, e.strerror or str(e))
 
 
+def pysum_file(path):
+    """(path, 8 hex digits or None, error text or None): the byte sum mod 2**32."""
+    try:
+        total = 0
+        with open(path, "rb", buffering=0) as f:
+            while True:
+                b = f.read(CHUNK)
+                if not b:
+                    break
+                total = (total + sum(b)) % 2**32
+        return (path, "%08x" % total, None)
+    except OSError as e:
+        return (path, None, e.strerror or str(e))
+
+
+WORK = {"sha256": sha256_file, "pysum": pysum_file}
+
+
 def escape(path):
     """GNU sha256sum escaping: (needs a leading backslash, escaped name)."""
     if b"\\" not in path and b"\n" not in path and b"\r" not in path:
@@ -81,27 +114,30 @@ def escape(path):
     return True, path.replace(b"\\", b"\\\\").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
 
 
-def run_serial(paths, jobs):
-    return [hash_file(p) for p in paths]
+# Each strategy takes the per-file function, the paths and -j (None: the pool's defaults).
+def run_serial(work, paths, jobs):
+    return [work(p) for p in paths]
 
 
-def run_threads(paths, jobs):
+def run_threads(work, paths, jobs):
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-        return list(ex.map(hash_file, paths))
+        return list(ex.map(work, paths))
 
 
-def run_procs(paths, jobs):
-    # Batches keep pickling and messaging per file small, as any fair use would.
-    chunk = max(1, len(paths) // (jobs * 16))
+def run_procs(work, paths, jobs):
+    # With -j, batches keep pickling and messaging per file small, as a tuned use would;
+    # without, chunksize=8 as in the program this experiment started from.
+    chunk = 8 if jobs is None else max(1, len(paths) // (jobs * 16))
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as ex:
-        return list(ex.map(hash_file, paths, chunksize=chunk))
+        return list(ex.map(work, paths, chunksize=chunk))
 
 
-def run_asyncio(paths, jobs):
+def run_asyncio(work, paths, jobs):
     async def main():
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=jobs))
-        return await asyncio.gather(*(asyncio.to_thread(hash_file, p) for p in paths))
+        if jobs is not None:
+            loop = asyncio.get_running_loop()
+            loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=jobs))
+        return await asyncio.gather(*(asyncio.to_thread(work, p) for p in paths))
 
     return asyncio.run(main())
 
@@ -117,12 +153,13 @@ STRATEGIES = {
 def main():
     ap = argparse.ArgumentParser(prog="pyhash", description=__doc__.split("\n")[0])
     ap.add_argument("strategy", choices=sorted(STRATEGIES))
+    ap.add_argument("--work", choices=sorted(WORK), default="sha256",
+                    help="what is computed per file (default: sha256)")
     ap.add_argument("-j", "--jobs", type=int, default=None,
-                    help="workers (default: CPUs available)")
+                    help="workers (default: each pool's standard-library default)")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
-    jobs = a.jobs or len(os.sched_getaffinity(0))
-    if jobs < 1:
+    if a.jobs is not None and a.jobs < 1:
         ap.error("-j must be positive")
     failed = 0
     files = []
@@ -137,7 +174,7 @@ def main():
     files.sort()
     out = sys.stdout.buffer
     try:
-        for path, digest, err in STRATEGIES[a.strategy](files, jobs):
+        for path, digest, err in STRATEGIES[a.strategy](WORK[a.work], files, a.jobs):
             esc, name = escape(path)
             if digest is None:
                 failed += 1

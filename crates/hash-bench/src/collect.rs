@@ -101,6 +101,7 @@ pub fn build(work: &Path, hyperfine: &str) -> Result<Results> {
             memory_limit_bytes: plan.memory_limit_bytes,
         },
         programs: plan.programs.clone(),
+        python_free_threaded_absent: plan.python_free_threaded_absent.clone(),
         datasets,
         benchmarks,
         raw_dir: None,
@@ -131,6 +132,7 @@ fn verified_datasets(work: &Path, plan: &Plan) -> Result<Vec<DatasetResult>> {
                 largest_file_bytes: d.largest,
                 expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
                 verified_output_sha256: v.output_sha256,
+                verified_pysum_output_sha256: v.pysum_output_sha256,
                 caches: d.caches.clone(),
                 note: d.note.clone(),
             })
@@ -650,6 +652,7 @@ mod tests {
             repo: bins,
             work_parent: t.path().join("w"),
             python: false,
+            pythons: Vec::new(),
             location: crate::location::Location::Local,
             memory_limit: None,
         };
@@ -664,6 +667,7 @@ mod tests {
                 lines: d.files,
                 expected_manifest_sha256: d.spec.expected_manifest_sha256.clone(),
                 commands: vec![],
+                pysum_output_sha256: None,
             };
             std::fs::write(
                 record_path(&work, &d.spec.name),

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::flip::{self, Flip};
 use crate::machine::{Machine, Storage};
 use crate::plan::{Cache, Kind};
 use crate::results::{BenchmarkResult, Results};
@@ -180,6 +181,11 @@ pub struct Comparison {
     pub tables: Vec<Table>,
     /// Files that were refused.
     pub refused: Vec<Refused>,
+    /// The Python flip tables of each file ([`crate::flip`]).
+    pub flips: Vec<Flip>,
+    /// What a reader must know before reading the tables side by side (different CPUs,
+    /// one dataset name on different data); also printed on stderr.
+    pub warnings: Vec<String>,
 }
 
 /// A results file: a machine and a sweep.
@@ -244,6 +250,8 @@ pub struct Table {
     pub present: Vec<usize>,
     /// Why this dataset is shown apart from others of the same name, if it is.
     pub note: Option<String>,
+    /// When the columns shown come from different CPUs: the line saying so.
+    pub machines_note: Option<String>,
     /// Ranked kinds first, references last.
     pub rows: Vec<Row>,
 }
@@ -327,6 +335,7 @@ pub fn build(files: &[Loaded], refused: Vec<Refused>) -> Comparison {
             // Stable: appearance order within kind.
             rows.sort_by_key(|r| kind_order(&r.kind));
             rank_rows(&mut rows, &present);
+            let machines_note = cpu_clash_note(&present, files);
             tables.push(Table {
                 dataset: g.name.clone(),
                 spec_hash: g.spec_hash.clone(),
@@ -336,15 +345,69 @@ pub fn build(files: &[Loaded], refused: Vec<Refused>) -> Comparison {
                 unit,
                 present,
                 note: note.clone(),
+                machines_note,
                 rows,
             });
         }
     }
     Comparison {
         columns: files.iter().map(column).collect(),
+        warnings: warnings(files, &groups),
         tables,
         refused,
+        flips: files
+            .iter()
+            .flat_map(|(l, _, r)| flip::build(l, r))
+            .collect(),
     }
+}
+
+/// The distinct CPU models of the files at `present`, in order.
+fn cpus(present: impl Iterator<Item = usize>, files: &[Loaded]) -> Vec<&str> {
+    let mut cpus: Vec<&str> = Vec::new();
+    for ci in present {
+        let m = files[ci].2.machine.cpu_model.as_str();
+        if !cpus.contains(&m) {
+            cpus.push(m);
+        }
+    }
+    cpus
+}
+
+/// The line under a table whose columns come from different CPUs.
+fn cpu_clash_note(present: &[usize], files: &[Loaded]) -> Option<String> {
+    let cpus = cpus(present.iter().copied(), files);
+    (cpus.len() > 1).then(|| {
+        format!(
+            "Across machines: these columns come from different CPUs ({}). A ratio \
+             between columns compares the machines as well as the programs.",
+            cpus.join("; ")
+        )
+    })
+}
+
+/// Warnings about the files as a whole: different CPUs, one dataset name on different
+/// data.
+fn warnings(files: &[Loaded], groups: &[DatasetGroup]) -> Vec<String> {
+    let mut out = Vec::new();
+    let cpus = cpus(0..files.len(), files);
+    if cpus.len() > 1 {
+        out.push(format!(
+            "the files come from different CPUs ({}): a comparison across machines",
+            cpus.join("; ")
+        ));
+    }
+    for (i, g) in groups.iter().enumerate() {
+        // Groups are distinct (name, spec) pairs: warn at the second spec of a name.
+        if groups[..i].iter().filter(|o| o.name == g.name).count() == 1 {
+            out.push(format!(
+                "dataset `{}` is measured on different specs in different files: shown as \
+                 separate tables, not compared",
+                g.name
+            ));
+        }
+    }
+    out
 }
 
 /// The column of one file: its label and the facts of its machine and sweep.
@@ -725,9 +788,14 @@ pub fn markdown(c: &Comparison) -> String {
         }
     }
     for t in &c.tables {
+        let across = if t.machines_note.is_some() {
+            " (across machines)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
-            "\n#### {}, {}\n\n{} files, {} (mean {} per file), spec {}. Cells: median {} · \
+            "\n#### {}, {}{across}\n\n{} files, {} (mean {} per file), spec {}. Cells: median {} · \
              speed vs {BASELINE} of the same column · rank among valid non-reference rows.\n",
             t.dataset,
             t.cache.name(),
@@ -766,7 +834,11 @@ pub fn markdown(c: &Comparison) -> String {
             }
             s.push('\n');
         }
+        if let Some(n) = &t.machines_note {
+            let _ = writeln!(s, "\n> {n}");
+        }
     }
+    s.push_str(&flip::markdown(&c.flips));
     if !c.refused.is_empty() {
         let _ = writeln!(s, "\nNot compared:\n");
         for r in &c.refused {
@@ -889,6 +961,9 @@ pub fn report_refused(c: &Comparison) -> Result<()> {
 /// stderr, the rest still compared, and the result is an error if any was refused.
 pub fn run_compare(args: &[PathBuf], format: Format) -> Result<()> {
     let c = compare_paths(args);
+    for w in &c.warnings {
+        eprintln!("hash-bench compare: warning: {w}");
+    }
     if !c.columns.is_empty() {
         let text = match format {
             Format::Markdown => markdown(&c),
@@ -1021,6 +1096,49 @@ mod tests {
             md_row(&md, "big, cold", "hash-async-uring -j8"),
             "| hash-async-uring -j8 | 500 · 2.00× · #1 |"
         );
+    }
+
+    #[test]
+    fn different_cpus_are_said_in_the_heading_under_the_table_and_as_a_warning() {
+        let c = two();
+        assert!(
+            c.warnings.iter().any(|w| w
+                == "the files come from different CPUs (Test CPU A; Test CPU B): a comparison \
+                    across machines"),
+            "{:?}",
+            c.warnings
+        );
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.starts_with("dataset `small` is measured on different specs")),
+            "{:?}",
+            c.warnings
+        );
+        let both = table(&c, "big", "bb", Cache::Warm);
+        assert!(both
+            .machines_note
+            .as_deref()
+            .unwrap()
+            .contains("(Test CPU A; Test CPU B)"));
+        // One column: one machine, nothing to say.
+        assert!(table(&c, "big", "bb", Cache::Cold).machines_note.is_none());
+        let md = markdown(&c);
+        let section = md
+            .split("\n#### big, warm (across machines)\n")
+            .nth(1)
+            .unwrap();
+        let section = section.split("\n#### ").next().unwrap();
+        assert!(
+            section.trim_end().ends_with(
+                "> Across machines: these columns come from different CPUs (Test CPU A; Test CPU B). \
+                 A ratio between columns compares the machines as well as the programs."
+            ),
+            "{section}"
+        );
+        assert!(md.contains("\n#### big, cold\n"), "{md}");
+        let one = compare_paths(&[fixtures().join("a.json")]);
+        assert!(one.warnings.is_empty(), "{:?}", one.warnings);
     }
 
     #[test]

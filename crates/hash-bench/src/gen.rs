@@ -420,6 +420,7 @@ mod tests {
                 },
             ],
             expected_manifest_sha256: None,
+            expected_pysum_manifest_sha256: None,
         }
     }
 

@@ -32,7 +32,8 @@ struct Cli {
 enum Cmd {
     /// Generate datasets from specs (idempotent: complete ones are reused, partial ones repaired).
     Gen(GenArgs),
-    /// Print the manifest digest of a generated dataset (SHA-256 of its sha256sum manifest).
+    /// Print the manifest digest of a generated dataset (SHA-256 of its sha256sum manifest,
+    /// or with --work pysum of the byte-sum manifest the Python rows are checked against).
     ManifestDigest(ManifestDigestArgs),
     /// Evict files (recursively) from the page cache; print the residency left.
     Evict(EvictArgs),
@@ -215,11 +216,15 @@ struct ManifestDigestArgs {
     /// Print the manifest itself too.
     #[arg(long)]
     print: bool,
+    /// What each line carries: sha256 (`sha256sum`'s lines), or pysum (the byte sum mod
+    /// 2^32 that `scripts/pyhash.py --work pysum` prints; its golden value).
+    #[arg(long, value_enum, default_value = "sha256")]
+    work: manifest::Work,
 }
 
 fn manifest_digest(a: ManifestDigestArgs) -> Result<()> {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let m = manifest::manifest(&a.root, &a.name, threads, false)?;
+    let m = manifest::manifest_of(&a.root, &a.name, a.work, threads, false)?;
     if a.print {
         print!("{}", m.text);
     }

@@ -24,11 +24,13 @@ use hash_core::Strategy;
 use crate::cache::EvictMethod;
 use crate::gen::read_marker;
 use crate::location::{self, Location, LocationInfo};
+use crate::manifest::Work;
+use crate::python::Interpreter;
 use crate::spec::{self, totals, Spec};
 use crate::util::{hex, human_bytes, human_secs, sh_join, version_line, which};
 
 pub mod programs;
-use programs::{Def, Group, Program, RunPolicy};
+use programs::{Def, Group, Invocation, Program, RunPolicy};
 
 /// Version of `plan.json`'s layout (internal to one run, but checked on resume).
 pub const PLAN_VERSION: u32 = 3;
@@ -211,8 +213,12 @@ pub struct ProgramInfo {
     pub path: String,
     /// First line of its `--version` output, if it has one.
     pub version: Option<String>,
-    /// SHA-256 of the executable (hashrace binaries only: identifies the build).
+    /// SHA-256 of the executable (hashrace binaries only: identifies the build), or of
+    /// `scripts/pyhash.py` (the Python rows).
     pub sha256: Option<String>,
+    /// The interpreter a Python row runs under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpreter: Option<Interpreter>,
 }
 
 /// A dataset as planned.
@@ -310,6 +316,10 @@ pub struct Plan {
     pub datasets: Vec<PlanDataset>,
     /// Programs.
     pub programs: Vec<ProgramInfo>,
+    /// When no interpreter of the sweep runs Python with the GIL off: why the
+    /// free-threaded rows are absent, and how to get one ([`crate::python`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_free_threaded_absent: Option<String>,
     /// Benchmarks, in run order.
     pub benchmarks: Vec<PlanEntry>,
     /// Estimated time of verification, seconds.
@@ -424,6 +434,11 @@ pub struct PlanOptions {
     /// Leave out the Python reference programs (raced when python3 is installed).
     #[arg(long = "no-python", action = clap::ArgAction::SetFalse)]
     pub python: bool,
+    /// Race the Python rows under these interpreters instead of python3 (repeatable, or
+    /// comma-separated). Free-threaded ones on PATH (python3.14t, python3.13t) are added
+    /// either way.
+    #[arg(long = "python", value_name = "PATH", value_delimiter = ',')]
+    pub pythons: Vec<String>,
     /// Where the programs read the data: local, or over an emulated network (lan, wan,
     /// raw: an sshfs mount of the data root).
     #[arg(long, value_enum, default_value = "local")]
@@ -501,23 +516,54 @@ pub fn verified(p: &ProgramInfo) -> bool {
     p.kind == Kind::Hashrace || programs::lookup(&p.name).is_some_and(|d| d.verified)
 }
 
-/// The real `python3` executable (not a version manager's shim, whose start-up would be
-/// timed too), if one is installed.
-fn python_interpreter() -> Option<String> {
-    which("python3")?;
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let exe = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    Path::new(&exe).is_file().then_some(exe)
+/// The Python rows: each strategy of `scripts/pyhash.py` under each interpreter, with
+/// each kind of work. Named `<label>-<strategy>` for SHA-256 (`python-threads`, as
+/// before there were others) and `<label>-<strategy>-pysum` for the byte sum.
+fn python_programs(interpreters: &[Interpreter], script: &Path) -> Result<Vec<Program>> {
+    let sha256 = Some(sha256_of_file(script)?);
+    let mut programs = Vec::new();
+    for i in interpreters {
+        for work in [Work::Sha256, Work::Pysum] {
+            for d in programs::group(Group::Python) {
+                let Invocation::Python(strategy) = d.invocation else {
+                    continue;
+                };
+                let mut name = format!("{}-{strategy}", i.label);
+                if work != Work::Sha256 {
+                    name = format!("{name}-{}", work.name());
+                }
+                let info = ProgramInfo {
+                    name,
+                    kind: d.kind,
+                    algorithm: work.name().into(),
+                    path: i.executable.clone(),
+                    version: Some(i.describe()),
+                    sha256: sha256.clone(),
+                    interpreter: Some(i.clone()),
+                };
+                let mut p = Program::from_def(d, info);
+                if work == Work::Pysum {
+                    p.cost = programs::pysum_cost(p.cost, strategy, i);
+                    // The flip is about the CPU (who holds the GIL); a cold run would
+                    // add the disk's time to both sides and minutes to the sweep.
+                    p.warm_only = true;
+                }
+                programs.push(p);
+            }
+        }
+    }
+    Ok(programs)
 }
 
 /// The programs of a plan, in report order: the hashrace binaries (and their `--io`
-/// modes), the selected peers, the limits, and the Python references.
-fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Program>> {
+/// modes), the selected peers, the limits, and the Python references under each of
+/// `interpreters`.
+fn programs(
+    o: &PlanOptions,
+    hash_bench: &Path,
+    script: &Path,
+    interpreters: &[Interpreter],
+) -> Result<Vec<Program>> {
     let mut programs = Vec::new();
     for s in Strategy::ALL {
         let name = programs::hasher_binary(s);
@@ -535,6 +581,7 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
             path: path.display().to_string(),
             version: version_line(&path.to_string_lossy(), &["--version"]),
             sha256: Some(sha256_of_file(&path)?),
+            interpreter: None,
         };
         programs.push(Program::hasher(s, info.clone(), None));
         // Asked of hash-core's strategy table, not of the binary's --help text.
@@ -570,6 +617,7 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
             path: path.display().to_string(),
             version: version_line(d.name, &[flag]).map(|v| format!("{prefix}{v}")),
             sha256: None,
+            interpreter: None,
         };
         programs.push(Program::from_def(d, info));
     }
@@ -583,26 +631,12 @@ fn programs(o: &PlanOptions, hash_bench: &Path, script: &Path) -> Result<Vec<Pro
             path: hash_bench.display().to_string(),
             version: None,
             sha256: hb_sha.clone(),
+            interpreter: None,
         };
         programs.push(Program::from_def(d, info));
     }
     if o.python && script.is_file() {
-        if let Some(python) = python_interpreter() {
-            // One interpreter and one script for the four rows.
-            let version = version_line(&python, &["--version"]);
-            let sha256 = Some(sha256_of_file(script)?);
-            for d in programs::group(Group::Python) {
-                let info = ProgramInfo {
-                    name: d.name.into(),
-                    kind: d.kind,
-                    algorithm: d.algorithm.into(),
-                    path: python.clone(),
-                    version: version.clone(),
-                    sha256: sha256.clone(),
-                };
-                programs.push(Program::from_def(d, info));
-            }
-        }
+        programs.extend(python_programs(interpreters, script)?);
     }
     Ok(programs)
 }
@@ -701,7 +735,12 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         None => std::env::current_exe()?,
     };
     let script = o.repo.join("scripts/pyhash.py");
-    let programs = programs(o, &hash_bench, &script)?;
+    let (interpreters, absent) = if o.python {
+        crate::python::interpreters(&o.pythons)?
+    } else {
+        (Vec::new(), None)
+    };
+    let programs = programs(o, &hash_bench, &script, &interpreters)?;
     let datasets = datasets(o)?;
 
     let runs = o.sweep.runs();
@@ -728,6 +767,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         warm_min_resident_percent: WARM_MIN_RESIDENT_PERCENT,
         datasets: Vec::new(),
         programs: programs.iter().map(|p| p.info.clone()).collect(),
+        python_free_threaded_absent: absent,
         benchmarks: Vec::new(),
         verify_estimate_s: 0.0,
         estimate_s: 0.0,
@@ -817,6 +857,15 @@ fn entries(
                     continue;
                 }
                 if shape.memory_limited && p.info.name.starts_with(programs::STREAM_LIMIT_PREFIX) {
+                    continue;
+                }
+                // Fewer files than cores: a Python pool has nothing to share out, and its
+                // rows would time serial work plus a pool's start-up (pysum on `huge`:
+                // three minutes). The serial rows stay.
+                if p.info.interpreter.is_some()
+                    && d.files < u64::from(shape.cores)
+                    && !matches!(p.invocation, Invocation::Python("serial"))
+                {
                     continue;
                 }
                 let mut variants = p.variants(shape.jobs, shape.cores, scale);
@@ -1090,6 +1139,7 @@ mod tests {
             repo: bins.to_path_buf(),
             work_parent: work.to_path_buf(),
             python: false,
+            pythons: Vec::new(),
             location: crate::location::Location::Local,
             memory_limit: None,
         }
@@ -1232,8 +1282,8 @@ mod tests {
         assert!(empty.note.as_deref().unwrap().contains("no file data"));
         find("empty.warm.hash-procs-jdefault");
 
-        // The default sweep with every peer, Python, and hash-async's two io modes: the
-        // model says ~26 minutes on 2 vCPUs.
+        // The default sweep with every peer, Python (both kinds of work), and
+        // hash-async's two io modes: the model says ~28 minutes on 2 vCPUs.
         let bins = tempfile::tempdir().unwrap();
         fake_bins(bins.path());
         let mut o = options(bins.path(), t.path(), Path::new("/w"));
@@ -1242,7 +1292,7 @@ mod tests {
         o.repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let all = build(&o).unwrap();
         assert!(
-            all.estimate_s < 27.0 * 60.0,
+            all.estimate_s < 29.0 * 60.0,
             "estimate {:.0} s",
             all.estimate_s
         );

@@ -66,6 +66,10 @@ pub struct Results {
     pub settings: Settings,
     /// Every program that took part.
     pub programs: Vec<ProgramInfo>,
+    /// Why the free-threaded Python rows are absent, when no interpreter of the sweep ran
+    /// with the GIL off (they are shown as absent, not dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_free_threaded_absent: Option<String>,
     /// Every dataset.
     pub datasets: Vec<DatasetResult>,
     /// Every benchmark: program × dataset × cache state (× job count).
@@ -155,6 +159,10 @@ pub struct DatasetResult {
     pub expected_manifest_sha256: Option<String>,
     /// SHA-256 of the output every hashrace program printed (checked before timing).
     pub verified_output_sha256: String,
+    /// SHA-256 of the output every pysum Python program printed, checked before timing
+    /// against the harness's own byte sums (absent when none ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_pysum_output_sha256: Option<String>,
     /// Cache states measured.
     pub caches: Vec<Cache>,
     /// Why a cache state was skipped, if one was.

@@ -50,6 +50,11 @@ pub struct Spec {
     /// `find -H <name> -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum`
     /// run in the data root. `null` when no digest is committed (optional datasets).
     pub expected_manifest_sha256: Option<String>,
+    /// SHA-256 (hex) of the dataset's byte-sum manifest (`scripts/pyhash.py --work
+    /// pysum`'s output; `hash-bench manifest-digest --work pysum` computes it), when
+    /// committed. The Python rows of that work are checked against it before timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_pysum_manifest_sha256: Option<String>,
 }
 
 /// A group of similar files inside a dataset.
@@ -286,6 +291,7 @@ mod tests {
             seed: 7,
             groups,
             expected_manifest_sha256: None,
+            expected_pysum_manifest_sha256: None,
         }
     }
 

@@ -90,3 +90,111 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
     );
     assert_eq!(out.stdout.iter().filter(|&&c| c == b'\n').count(), 1);
 }
+
+#[test]
+fn pysum_is_the_byte_sum_in_every_strategy_and_matches_hash_bench() {
+    if hash_bench::util::which("python3").is_none() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    // Sizes: empty, across a 1 MiB chunk boundary, and one whose sum passes 2^32
+    // (0xff × 17,000,000 = 4,335,000,000).
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("d/empty", vec![]),
+        ("abc", b"abc".to_vec()),
+        (
+            "d/chunks",
+            (0..(1u32 << 20) + 999).map(|i| (i % 253) as u8).collect(),
+        ),
+        ("wraps", vec![0xff; 17_000_000]),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(root.join(name), bytes).unwrap();
+    }
+    // What each line must say, computed here: the sum in u64, then mod 2^32.
+    let mut want: Vec<(String, String)> = files
+        .iter()
+        .map(|(name, bytes)| {
+            let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+            let path = format!("tree/{name}");
+            (path.clone(), format!("{:08x}  {path}\n", sum % (1 << 32)))
+        })
+        .collect();
+    // Sorted by path bytes, as `LC_ALL=C sort` does.
+    want.sort();
+    let want: String = want.into_iter().map(|(_, line)| line).collect();
+    assert!(want.contains("00000126  tree/abc"));
+    assert!(want.contains(&format!("{:08x}  tree/wraps", 4_335_000_000u64 - (1 << 32))));
+    let ours = hash_bench::manifest::manifest_of(
+        t.path(),
+        "tree",
+        hash_bench::manifest::Work::Pysum,
+        2,
+        false,
+    )
+    .unwrap();
+    assert_eq!(ours.text, want);
+    for strategy in ["serial", "threads", "procs", "asyncio"] {
+        for jobs in [None, Some("2")] {
+            let mut cmd = Command::new("python3");
+            cmd.arg(script()).args([strategy, "--work", "pysum"]);
+            if let Some(j) = jobs {
+                cmd.args(["-j", j]);
+            }
+            let out = run(cmd.arg("tree").current_dir(t.path()));
+            assert!(out.status.success(), "{strategy} {jobs:?}: {out:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                want,
+                "{strategy} -j {jobs:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pysum_lines_escape_names_as_gnu_does() {
+    for tool in ["python3", "sha256sum", "find", "sort", "xargs"] {
+        if hash_bench::util::which(tool).is_none() {
+            eprintln!("skipped: {tool} is not installed");
+            return;
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("tree");
+    std::fs::create_dir_all(&root).unwrap();
+    for name in [&b"new\nline"[..], b"back\\slash", b"plain", b"\xffbad"] {
+        std::fs::write(root.join(OsStr::from_bytes(name)), b"x").unwrap();
+    }
+    let gnu = run(Command::new("sh")
+        .args([
+            "-c",
+            "find -H tree -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
+        ])
+        .current_dir(t.path()));
+    let out = run(Command::new("python3")
+        .arg(script())
+        .args(["serial", "--work", "pysum", "tree"])
+        .current_dir(t.path()));
+    assert!(out.status.success(), "{out:?}");
+    // Same lines but for the value: a leading backslash where GNU has one, the 64 hex
+    // digits replaced by 8 ("x" sums to 0x78).
+    let strip = |text: &[u8], width: usize| -> Vec<Vec<u8>> {
+        text.split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let esc = usize::from(l[0] == b'\\');
+                assert_eq!(&l[esc + width..esc + width + 2], b"  ");
+                [&l[..esc], &l[esc + width..]].concat()
+            })
+            .collect()
+    };
+    assert_eq!(strip(&out.stdout, 8), strip(&gnu.stdout, 64));
+    assert!(
+        out.stdout.starts_with(b"\\00000078  tree/back\\\\slash\n"),
+        "{out:?}"
+    );
+}

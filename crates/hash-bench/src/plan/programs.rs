@@ -58,7 +58,8 @@ pub enum Invocation {
         /// `--io` mode, if not the default.
         io: Option<String>,
     },
-    /// `python3 scripts/pyhash.py STRATEGY [-j N] DATASET`.
+    /// `python3 scripts/pyhash.py STRATEGY [--work pysum] [-j N] DATASET` (the work is the
+    /// program's algorithm; no `-j`: the pools' standard-library defaults).
     Python(&'static str),
     /// `hash-bench ceiling sha256 --threads 1|CPUs --limit compute|stream --spec SPEC`
     /// (no I/O).
@@ -329,22 +330,33 @@ pub const TABLE: &[Def] = &[
     Def::python(
         "threads",
         "python-threads",
-        JobsRule::Swept,
+        JobsRule::SweptAndDefault,
         cost(1.0e9, 60e-6, true, 0.05),
     ),
     Def::python(
         "procs",
         "python-procs",
-        JobsRule::Swept,
+        JobsRule::SweptAndDefault,
         cost(1.0e9, 80e-6, true, 0.15),
     ),
     Def::python(
         "asyncio",
         "python-asyncio",
-        JobsRule::Swept,
+        JobsRule::SweptAndDefault,
         cost(1.0e9, 60e-6, true, 0.05),
     ),
 ];
+
+/// The cost of a Python row doing pure-Python work (`--work pysum`) instead of SHA-256:
+/// CPython sums ~215 MiB/s of bytes on one core of the 2-vCPU reference machine, and
+/// with the GIL on only processes spread it over the cores.
+pub fn pysum_cost(mut c: Cost, strategy: &str, i: &crate::python::Interpreter) -> Cost {
+    c.rate = 0.2e9;
+    if strategy != "procs" && !i.gil_off() {
+        c.parallel = false;
+    }
+    c
+}
 
 /// The rows of one group, in report order.
 pub fn group(g: Group) -> impl Iterator<Item = &'static Def> {
@@ -465,6 +477,9 @@ impl Program {
             (Invocation::Python(strategy), _) => {
                 argv.push(script.into());
                 argv.push((*strategy).into());
+                if self.info.algorithm != "sha256" {
+                    argv.extend(["--work".into(), self.info.algorithm.clone()]);
+                }
                 jflag(&mut argv);
                 argv.push(name.into());
                 argv
