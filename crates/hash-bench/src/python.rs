@@ -168,8 +168,12 @@ pub fn probe(program: &str, label: &str) -> Result<Interpreter> {
     })
 }
 
-/// The label of an interpreter named `program`: its file name.
+/// The label of an interpreter named `program`: its file name, except that `python3`
+/// keeps the rows' historic names (`python-threads`).
 fn label_of(program: &str) -> String {
+    if program == "python3" {
+        return "python".into();
+    }
     Path::new(program)
         .file_name()
         .map_or_else(|| program.to_string(), |n| n.to_string_lossy().into_owned())
@@ -185,7 +189,7 @@ pub fn interpreters(asked: &[String]) -> Result<(Vec<Interpreter>, Option<String
     let mut found: Vec<Interpreter> = Vec::new();
     if asked.is_empty() {
         if which("python3").is_some() {
-            match probe("python3", "python") {
+            match probe("python3", &label_of("python3")) {
                 Ok(i) => found.push(i),
                 Err(e) => eprintln!("hash-bench: python3: {e:#}; the Python rows are left out"),
             }
@@ -270,6 +274,8 @@ mod tests {
         let labels: Vec<&str> = v.iter().map(|i| i.label.as_str()).collect();
         assert_eq!(labels, ["python3", "python3-2", "python3-3"]);
         assert_eq!(label_of("/opt/py/bin/python3.14t"), "python3.14t");
+        assert_eq!(label_of("python3"), "python");
+        assert_eq!(label_of("/usr/bin/python3"), "python3");
     }
 
     #[test]
