@@ -26,10 +26,12 @@ Sweeps:
                    mixed (model-like tree, ~1 GiB), empty (an empty directory, warm
                    only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
                    ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
-                   over 4 s), Python 3 / 2. About 23 minutes on 2 vCPUs (~26 once
-                   hash-async has --io), plus ~30 s to generate the data the first
-                   time (3.6 GiB on disk). The plan step prints its estimate.
-  --quick          smaller versions of the four datasets, fewer runs (~5 minutes).
+                   over 4 s), Python 3 / 2 (pure-Python work: warm only). About 27
+                   minutes on 2 vCPUs by the plan's estimate, plus ~30 s to generate
+                   the data the first time (3.6 GiB on disk). The plan step prints its
+                   estimate.
+  --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with
+                   two Python interpreters on a 2-vCPU AMD EPYC guest).
   --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
                    what CI runs. If the data directory cannot be made cold (tmpfs),
                    the smoke sweep runs warm only and says so.
