@@ -610,6 +610,36 @@ fn map_here(
     Ok(true)
 }
 
+/// Map and hash the next `len` bytes of `opened` on this thread, as [`map_here`], and
+/// return the thread's CPU time it took: all of it with `with_mapping`, else only the
+/// hashing of each window. `None` as soon as a window cannot be mapped.
+fn map_timed(
+    run: &mut Running,
+    opened: &Opened,
+    len: u64,
+    reading: &Reading,
+    with_mapping: bool,
+) -> io::Result<Option<std::time::Duration>> {
+    use crate::datapath::{thread_time, SEGMENT};
+    use crate::mapped::{will_need, Window};
+    let end = run.size() + len;
+    let mut took = std::time::Duration::ZERO;
+    while run.size() < end {
+        let offset = run.size();
+        let n = (SEGMENT as usize).min((end - offset) as usize);
+        let mapping = thread_time();
+        let Some(w) = Window::map(&opened.file, offset, n) else {
+            return Ok(None);
+        };
+        will_need(&opened.file, offset + n as u64, SEGMENT as usize);
+        let hashing = thread_time();
+        take(run, w, opened, reading)?;
+        let from = if with_mapping { mapping } else { hashing };
+        took += thread_time().saturating_sub(from);
+    }
+    Ok(Some(took))
+}
+
 /// Read and hash the next `len` bytes of `opened` into `buf` (fewer if the
 /// file ends first).
 fn read_here(
@@ -649,15 +679,23 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         }
         let way = reading.chooser.next_sample();
         let len = SEGMENT.min(size - run.size());
-        let (start, before) = (crate::datapath::thread_time(), run.size());
-        if way == Way::Map {
-            if !map_here(&mut run, opened, len, SEGMENT as usize, reading)? {
-                break Way::Read;
+        let before = run.size();
+        let took = if way == Way::Map {
+            // Timed as the rest of the file would run: with a core to spare, a helper
+            // maps the windows ahead (`map_rest`), so the hasher pays only the hashing.
+            let helper = spare_core(reading).is_some();
+            match map_timed(&mut run, opened, len, reading, !helper)? {
+                Some(took) => took,
+                None => break Way::Read,
             }
         } else {
+            // The read way's copy stays on the hasher: it is what puts the bytes in this
+            // core's L2 (a read-ahead helper saves the copy but hands over bytes another
+            // core wrote, which is no cheaper to hash).
+            let start = crate::datapath::thread_time();
             read_here(&mut run, opened, buf, len, reading)?;
-        }
-        let took = crate::datapath::thread_time().saturating_sub(start);
+            crate::datapath::thread_time().saturating_sub(start)
+        };
         reading.chooser.record(way, run.size() - before, took);
         if run.size() - before < len {
             // The file ended early (it shrank): read on to the end, as
