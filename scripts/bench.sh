@@ -26,10 +26,10 @@ Sweeps:
                    mixed (model-like tree, ~1 GiB), empty (an empty directory, warm
                    only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
                    ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
-                   over 4 s), Python 3 / 2 (pure-Python work: warm only). About 27
-                   minutes on 2 vCPUs by the plan's estimate, plus ~30 s to generate
-                   the data the first time (3.6 GiB on disk). The plan step prints its
-                   estimate.
+                   over 4 s), Python 3 / 2 (pure-Python work: warm only). About 29
+                   minutes on 2 vCPUs by the plan's estimate (33 with rhash, hashdeep
+                   and b3sum installed), plus ~30 s to generate the data the first
+                   time (3.6 GiB on disk). The plan step prints its estimate.
   --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with
                    two Python interpreters on a 2-vCPU AMD EPYC guest).
   --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
@@ -172,18 +172,22 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 [[ $WARM == 1 || $COLD == 1 ]] || die "--warm-only and --cold-only leave nothing to run"
-# A wrong --python stops here, before a build or a sweep starts (hash-bench plan asks
-# each interpreter the details again and records them).
-for py in "${PYTHONS[@]}"; do
-	"$py" -c 'import sys; sys.exit(sys.version_info < (3, 9))' </dev/null >/dev/null 2>&1 ||
-		die "--python $py: not a working Python 3.9 or later"
-done
-((NO_PYTHON && ${#PYTHONS[@]})) && die "--python and --no-python contradict each other"
 # Paths given relative to where the script was started; it cds to the repo below.
 abspath() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 DATA_DIR=$(abspath "$DATA_DIR")
 OUT=$(abspath "$OUT")
 [[ -z $BIN_DIR ]] || BIN_DIR=$(abspath "$BIN_DIR")
+((NO_PYTHON && ${#PYTHONS[@]})) && die "--python and --no-python contradict each other"
+# A wrong --python stops here, before a build or a sweep starts (hash-bench plan asks
+# each interpreter the details again and records them). A path is made absolute: the
+# script runs from the repository.
+for i in "${!PYTHONS[@]}"; do
+	py=${PYTHONS[$i]}
+	[[ -n $py ]] || die "--python needs a path or a command name"
+	[[ $py == */* ]] && PYTHONS[$i]=$(abspath "$py")
+	"${PYTHONS[$i]}" -c 'import sys; sys.exit(sys.version_info < (3, 9))' </dev/null >/dev/null 2>&1 ||
+		die "--python $py: not a working Python 3.9 or later"
+done
 case $EVICT in fadvise | drop-caches) ;; *) die "--evict must be fadvise or drop-caches" ;; esac
 IFS=, read -r -a LOCATION_LIST <<<"$LOCATIONS"
 for loc in "${LOCATION_LIST[@]}"; do

@@ -42,7 +42,7 @@ const PROBE: &str = "import json, platform, sys, sysconfig\n\
     g = getattr(sys, '_is_gil_enabled', None)\n\
     print(json.dumps({'executable': sys.executable, 'version': platform.python_version(), \
     'major': sys.version_info[0], 'minor': sys.version_info[1], \
-    'implementation': sys.implementation.name, \
+    'implementation': getattr(getattr(sys, 'implementation', None), 'name', 'unknown'), \
     'gil_enabled': g() if g else None, \
     'free_threaded_build': bool(sysconfig.get_config_var('Py_GIL_DISABLED'))}))";
 
@@ -196,9 +196,15 @@ pub fn interpreters(asked: &[String]) -> Result<(Vec<Interpreter>, Option<String
         }
     } else {
         for program in asked {
+            if program.is_empty() {
+                bail!("--python needs a path or a command name, not an empty string");
+            }
             let i = probe(program, &label_of(program))
                 .with_context(|| format!("--python {program}: not a working Python"))?;
-            found.push(i);
+            // The same interpreter named twice (python3 and its real path) is raced once.
+            if !found.iter().any(|f| f.executable == i.executable) {
+                found.push(i);
+            }
         }
     }
     for name in FREE_THREADED_NAMES {
@@ -212,7 +218,9 @@ pub fn interpreters(asked: &[String]) -> Result<(Vec<Interpreter>, Option<String
         }
     }
     unique_labels(&mut found);
-    let absent = (!found.is_empty() && !found.iter().any(Interpreter::gil_off))
+    // A free-threaded build run with its GIL turned back on (PYTHON_GIL=1) is raced and
+    // described as such; the note is for the case where there is none at all.
+    let absent = (!found.is_empty() && !found.iter().any(|i| i.gil_off() || i.free_threaded_build))
         .then(|| FREE_THREADED_ABSENT.to_string());
     Ok((found, absent))
 }

@@ -10,12 +10,17 @@
 //! ~1,750 MiB/s and a 256 MiB one at ~1,100 MiB/s, so hashing a mapped window
 //! (memory speed, no copy) lost to copying 256 KiB at a time (one copy at
 //! ~5 GiB/s, then L2 speed): warm 8 MiB shards took 278 ms mapped and 209 ms
-//! read with `hash-threads`. On the AMD EPYC guest where the mapping was
-//! tuned, the copy cost more than it saved, and mapping won.
+//! read with `hash-threads`. On a 2-vCPU AMD EPYC guest (family 26) SHA-256
+//! ran as fast from memory as from L2 (1 GiB: 638 ms from a 64 KiB buffer,
+//! ~646 ms streamed), so the copy was pure cost: `hash-serial` took 632 ms
+//! mapped and 702 ms read.
 //!
 //! So with `--data-path auto` (the default) a run measures: the first large
 //! cached files are hashed in [`SEGMENT`]s taking turns between the two ways,
-//! each segment timed on the thread that hashes it. Once each way has
+//! each segment timed on the thread that hashes it, as the rest of the file
+//! would run: when a core is spare, a helper maps the rest's windows ahead, so
+//! a map segment is then timed from the end of its mapping (counting the
+//! page-table fill chose `read` on that AMD guest, 7 % slower there). Once each way has
 //! [`SAMPLES`] segments, the way with the lower median time per byte is used
 //! for the rest of the run (and named by `--stats`). The cost is bounded:
 //! about `SAMPLES` segments went the slower way (a few more while several

@@ -566,6 +566,12 @@ impl Drop for Ahead<'_> {
 
 /// A helper thread's place, when hashers and helpers together leave a core
 /// free: with every core hashing already, it would just take turns with them.
+/// Whether [`spare_core`] would give a helper now, without taking one.
+fn core_to_spare(reading: &Reading) -> bool {
+    let ahead = reading.ahead.load(Ordering::Relaxed);
+    reading.hashers.load(Ordering::Relaxed).max(1) + ahead < reading.cores()
+}
+
 fn spare_core(reading: &Reading) -> Option<Ahead<'_>> {
     let ahead = reading.ahead.fetch_add(1, Ordering::Relaxed);
     let guard = Ahead(reading);
@@ -681,9 +687,11 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         let len = SEGMENT.min(size - run.size());
         let before = run.size();
         let took = if way == Way::Map {
-            // Timed as the rest of the file would run: with a core to spare, a helper
-            // maps the windows ahead (`map_rest`), so the hasher pays only the hashing.
-            let helper = spare_core(reading).is_some();
+            // Timed as the rest of the file would run: with a core to spare and enough
+            // left, a helper maps the windows ahead (`map_rest`), so the hasher pays
+            // only the hashing.
+            let rest = size.saturating_sub(run.size() + len);
+            let helper = core_to_spare(reading) && rest > 2 * AHEAD_WINDOW as u64;
             match map_timed(&mut run, opened, len, reading, !helper)? {
                 Some(took) => took,
                 None => break Way::Read,
