@@ -31,7 +31,8 @@ Sweeps:
                    and b3sum installed), plus ~30 s to generate the data the first
                    time (3.6 GiB on disk). The plan step prints its estimate.
   --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with
-                   two Python interpreters on a 2-vCPU AMD EPYC guest).
+                   two Python interpreters on a 2-vCPU AMD EPYC guest, 13 with every
+                   peer installed).
   --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
                    what CI runs. If the data directory cannot be made cold (tmpfs),
                    the smoke sweep runs warm only and says so.

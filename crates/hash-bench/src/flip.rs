@@ -68,6 +68,11 @@ pub struct FlipCell {
     pub median_s: f64,
     /// The same column's serial median / this one (valid measurements only).
     pub vs_serial: Option<f64>,
+    /// Cores kept busy: mean CPU time (user + system, the whole process tree) / mean
+    /// wall time. Unlike `vs_serial` it needs no second benchmark, so a CPU that ran
+    /// one benchmark slower than another (a noisy host) does not move it: with the GIL
+    /// held, threads stay near 1.0 whatever the clock.
+    pub cores: f64,
     /// Whether the measurement is valid.
     pub valid: bool,
 }
@@ -200,6 +205,7 @@ fn table(
                 rows[i].cells[ci] = Some(FlipCell {
                     median_s: b.median_s,
                     vs_serial: serial.filter(|_| b.valid).map(|s| s / b.median_s),
+                    cores: (b.user_s + b.system_s) / b.mean_s.max(1e-9),
                     valid: b.valid,
                 });
             }
@@ -254,7 +260,8 @@ pub fn markdown(flips: &[Flip]) -> String {
         let _ = writeln!(
             s,
             "\n#### The flip: Python and hashrace, {}, {} ({})\n\n\
-             Cells: median wall time · speed vs the serial row of the same column.\n",
+             Cells: median wall time · speed vs the serial row of the same column · cores \
+             kept busy (CPU time / wall time, means).\n",
             f.dataset,
             f.cache.name(),
             f.file
@@ -299,10 +306,11 @@ fn cell_text(c: &FlipCell) -> String {
     } else {
         format!("{:.2} s", c.median_s)
     };
+    let cores = c.cores;
     match (c.valid, c.vs_serial) {
         (false, _) => format!("{t} (flagged)"),
-        (true, Some(v)) => format!("{t} · {v:.2}×"),
-        (true, None) => t,
+        (true, Some(v)) => format!("{t} · {v:.2}× · {cores:.2}"),
+        (true, None) => format!("{t} · {cores:.2}"),
     }
 }
 
@@ -356,6 +364,16 @@ mod tests {
             b.kind = Kind::Reference;
             b.jobs = jobs;
             b.median_s = median;
+            // One core busy for pysum threads (the GIL), two for the rest but serial.
+            b.mean_s = median;
+            let cores = if name.contains("serial") || (name.contains("threads") && work == "pysum")
+            {
+                1.0
+            } else {
+                2.0
+            };
+            b.user_s = 0.75 * median * cores;
+            b.system_s = 0.25 * median * cores;
             r.benchmarks.push(b);
         }
         if absent {
@@ -392,19 +410,19 @@ mod tests {
         // The fixture's hash-serial and hash-threads -j2 on big: 64 and 32 ms.
         assert_eq!(
             row("serial"),
-            "| serial | 2.00 s · 1.00× | 4.00 s · 1.00× | absent | absent | 64 ms · 1.00× |"
+            "| serial | 2.00 s · 1.00× · 1.00 | 4.00 s · 1.00× · 1.00 | absent | absent | 64 ms · 1.00× · 0.00 |"
         );
         assert_eq!(
             row("threads -j2"),
-            "| threads -j2 | 1.00 s · 2.00× | 4.00 s · 1.00× | absent | absent | 32 ms · 2.00× |"
+            "| threads -j2 | 1.00 s · 2.00× · 2.00 | 4.00 s · 1.00× · 1.00 | absent | absent | 32 ms · 2.00× · 0.00 |"
         );
         assert_eq!(
             row("threads (default -j)"),
-            "| threads (default -j) | – | 5.00 s · 0.80× | absent | absent | – |"
+            "| threads (default -j) | – | 5.00 s · 0.80× · 1.00 | absent | absent | – |"
         );
         assert_eq!(
             row("procs -j2"),
-            "| procs -j2 | – | 2.00 s · 2.00× | absent | absent | – |"
+            "| procs -j2 | – | 2.00 s · 2.00× · 2.00 | absent | absent | – |"
         );
         // Strategy order, -jN before the default.
         let labels: Vec<&str> = f.rows.iter().map(|r| r.label.as_str()).collect();

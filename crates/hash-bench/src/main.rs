@@ -626,8 +626,13 @@ fn verify(a: VerifyArgs) -> Result<()> {
         } else {
             "each other (no committed digest)"
         };
+        let pysum = if v.pysum_output_sha256.is_some() {
+            "; the pysum rows agree with hash-bench's own byte sums"
+        } else {
+            ""
+        };
         eprintln!(
-            "  {n}: {} commands agree ({} lines) and match {against}",
+            "  {n}: {} commands agree ({} lines) and match {against}{pysum}",
             v.commands.len(),
             v.lines
         );
