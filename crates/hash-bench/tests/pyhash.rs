@@ -9,17 +9,16 @@ use std::process::Command;
 
 use testenv::run;
 
+mod common;
+
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pyhash.py")
 }
 
 #[test]
 fn four_strategies_print_what_gnu_sha256sum_prints() {
-    for tool in ["python3", "sha256sum", "find", "sort", "xargs"] {
-        if hash_bench::util::which(tool).is_none() {
-            eprintln!("skipped: {tool} is not installed");
-            return;
-        }
+    if !common::have_all(&["python3", "sha256sum", "find", "sort", "xargs"]) {
+        return;
     }
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("tree");
@@ -49,13 +48,7 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
     std::os::unix::fs::symlink("plain", root.join("link")).unwrap();
     testenv::mkfifo(&root.join("fifo"), 0o600);
 
-    let gnu = run(Command::new("sh")
-        .args([
-            "-c",
-            "find -H tree -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
-        ])
-        .current_dir(t.path()));
-    assert!(gnu.status.success(), "{gnu:?}");
+    let gnu = common::gnu_sha256sum(t.path(), "tree");
     assert_eq!(
         gnu.stdout.iter().filter(|&&c| c == b'\n').count(),
         names.len()
@@ -93,8 +86,7 @@ fn four_strategies_print_what_gnu_sha256sum_prints() {
 
 #[test]
 fn pysum_is_the_byte_sum_in_every_strategy_and_matches_hash_bench() {
-    if hash_bench::util::which("python3").is_none() {
-        eprintln!("skipped: python3 is not installed");
+    if !common::have_all(&["python3"]) {
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -157,11 +149,8 @@ fn pysum_is_the_byte_sum_in_every_strategy_and_matches_hash_bench() {
 
 #[test]
 fn pysum_lines_escape_names_as_gnu_does() {
-    for tool in ["python3", "sha256sum", "find", "sort", "xargs"] {
-        if hash_bench::util::which(tool).is_none() {
-            eprintln!("skipped: {tool} is not installed");
-            return;
-        }
+    if !common::have_all(&["python3", "sha256sum", "find", "sort", "xargs"]) {
+        return;
     }
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("tree");
@@ -169,12 +158,7 @@ fn pysum_lines_escape_names_as_gnu_does() {
     for name in [&b"new\nline"[..], b"back\\slash", b"plain", b"\xffbad"] {
         std::fs::write(root.join(OsStr::from_bytes(name)), b"x").unwrap();
     }
-    let gnu = run(Command::new("sh")
-        .args([
-            "-c",
-            "find -H tree -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum",
-        ])
-        .current_dir(t.path()));
+    let gnu = common::gnu_sha256sum(t.path(), "tree");
     let out = run(Command::new("python3")
         .arg(script())
         .args(["serial", "--work", "pysum", "tree"])

@@ -69,11 +69,8 @@ fn plan_and_verify(t: &Path, fake: &Path) -> (std::process::Output, PathBuf) {
 
 #[test]
 fn every_python_row_is_checked_and_a_wrong_byte_sum_stops_the_sweep() {
-    for tool in ["python3", "sha256sum", "find", "sort", "xargs"] {
-        if hash_bench::util::which(tool).is_none() {
-            eprintln!("skipped: {tool} is not installed");
-            return;
-        }
+    if !common::have_all(&["python3", "sha256sum", "find", "sort", "xargs"]) {
+        return;
     }
     let real = std::fs::read_to_string(repo().join("scripts/pyhash.py")).unwrap();
     let t = common::disk_tempdir();
