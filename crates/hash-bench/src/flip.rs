@@ -59,6 +59,10 @@ pub struct FlipRow {
     pub label: String,
     /// One per column.
     pub cells: Vec<Option<FlipCell>>,
+    /// Where it sorts: the strategy's place in [`STRATEGIES`], then `-jN` ascending and
+    /// the default last.
+    #[serde(skip)]
+    order: (usize, u32),
 }
 
 /// One measurement.
@@ -78,15 +82,15 @@ pub struct FlipCell {
 }
 
 /// Where a benchmark's numbers go: which column, which strategy.
-struct Source<'a> {
+struct Source {
     title: String,
-    /// `(program name, strategy)` pairs of this column.
-    programs: Vec<(String, &'a str)>,
+    /// `(program name, index into STRATEGIES)` pairs of this column.
+    programs: Vec<(String, usize)>,
 }
 
 /// The columns of one results file: each interpreter's sha256 and pysum rows, then
 /// hashrace's binaries.
-fn sources(r: &Results) -> Vec<Source<'static>> {
+fn sources(r: &Results) -> Vec<Source> {
     let mut interpreters: Vec<&Interpreter> = Vec::new();
     for p in &r.programs {
         if let Some(i) = &p.interpreter {
@@ -107,7 +111,8 @@ fn sources(r: &Results) -> Vec<Source<'static>> {
                 title: format!("{work} · {} ({})", i.label, i.describe()),
                 programs: STRATEGIES
                     .iter()
-                    .map(|(s, _)| (format!("{}-{s}{suffix}", i.label), *s))
+                    .enumerate()
+                    .map(|(k, (s, _))| (format!("{}-{s}{suffix}", i.label), k))
                     .collect(),
             });
         }
@@ -117,7 +122,8 @@ fn sources(r: &Results) -> Vec<Source<'static>> {
             title: "sha256 · hashrace (Rust)".into(),
             programs: STRATEGIES
                 .iter()
-                .map(|(s, bin)| (bin.to_string(), *s))
+                .enumerate()
+                .map(|(k, (_, bin))| (bin.to_string(), k))
                 .collect(),
         });
     }
@@ -190,7 +196,7 @@ fn table(
             .map(|b| b.median_s);
         for (program, strategy) in &src.programs {
             for b in find(benches, program) {
-                let label = row_label(strategy, b.jobs);
+                let label = row_label(STRATEGIES[*strategy].0, b.jobs);
                 let i = rows
                     .iter()
                     .position(|r| r.label == label)
@@ -198,6 +204,7 @@ fn table(
                         rows.push(FlipRow {
                             label,
                             cells: Vec::new(),
+                            order: (*strategy, b.jobs.unwrap_or(u32::MAX)),
                         });
                         rows.len() - 1
                     });
@@ -230,20 +237,7 @@ fn table(
             }
         }
     }
-    rows.sort_by_key(|r| {
-        let s = STRATEGIES
-            .iter()
-            .position(|(s, _)| r.label.starts_with(s))
-            .unwrap_or(STRATEGIES.len());
-        // Within a strategy: -jN ascending, then the default.
-        let j = r
-            .label
-            .split(" -j")
-            .nth(1)
-            .and_then(|n| n.parse::<u32>().ok())
-            .unwrap_or(u32::MAX);
-        (s, j)
-    });
+    rows.sort_by_key(|r| r.order);
     Some(Flip {
         file: label.to_string(),
         dataset: dataset.to_string(),
