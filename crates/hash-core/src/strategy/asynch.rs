@@ -117,14 +117,23 @@ impl Runner for Async {
             IoMode::Auto | IoMode::Uring => {
                 match uring::available().map(|()| uring::slots(workers, self.max_in_flight)) {
                     Ok(slots) if slots > 0 => {
-                        uring::run(files, workers, slots, reading, sink);
-                        let why = match (self.max_in_flight, files.first()) {
+                        let hint = files.first().map(|f| crate::inflight::Hint::of(&f.path));
+                        let network = hint
+                            .as_ref()
+                            .is_some_and(|h| h.storage == crate::inflight::Storage::Network);
+                        uring::run(files, workers, slots, network, reading, sink);
+                        let why = match (self.max_in_flight, hint) {
                             (Some(n), _) => format!("--max-in-flight {n}"),
                             // Already as deep as a network needs; the hint is
                             // shown for comparison with the other strategies.
-                            (None, Some(f)) => format!(
-                                "the most a ring keeps, whatever the storage: {}",
-                                crate::inflight::Hint::of(&f.path).source
+                            (None, Some(hint)) => format!(
+                                "the most a ring keeps, whatever the storage: {}{}",
+                                hint.source,
+                                if network {
+                                    "; every request handed to the kernel's workers"
+                                } else {
+                                    ""
+                                }
                             ),
                             (None, None) => "no files".into(),
                         };

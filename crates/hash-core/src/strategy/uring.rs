@@ -11,6 +11,18 @@
 //! open → `fstat` → reads → close and hashes each block as it completes, so
 //! hashing stays on the cores while the disk works on the other slots' reads.
 //!
+//! On a network or FUSE file system (the `statfs` hint of
+//! [`crate::inflight`]) every request is queued with `IOSQE_ASYNC`. io_uring
+//! first tries a request on the submitting thread, expecting it to fail fast
+//! with `EAGAIN` where it would wait; FUSE's open (and NFS's) does not: it
+//! sends the request to the server and sleeps for the answer right there, so a
+//! ring submitting 30 opens sat through 30 round trips one after the other
+//! (sshfs at 20 ms: 130 files/s whatever the depth, against 230 for 16
+//! threads). Handed straight to the kernel's worker threads, as many as the
+//! ring has slots, the round trips overlap as they do for threads. On a local
+//! disk the first try usually succeeds (cached data), and punting every
+//! request would cost a thread hop each, so it is only done there.
+//!
 //! The same safety rules as everywhere ([`crate::hasher`]): walked entries are
 //! opened `O_NOFOLLOW | O_NONBLOCK` relative to their directory and checked
 //! with `fstat` before a byte is read; a path that may be followed (a root, a
@@ -92,6 +104,7 @@ pub(super) fn run(
     files: &[Job],
     workers: usize,
     slots: usize,
+    network: bool,
     reading: &Reading,
     sink: &mut Sink<'_>,
 ) {
@@ -100,7 +113,11 @@ pub(super) fn run(
     thread::scope(|scope| {
         for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
-            let ring = move || guard(tx, |tx, batch| ring_thread(queue, tx, batch, slots));
+            let ring = move || {
+                guard(tx, |tx, batch| {
+                    ring_thread(queue, tx, batch, slots, network)
+                })
+            };
             if let Err(e) = thread_builder().spawn_scoped(scope, ring) {
                 fewer_threads(started, workers, "io_uring threads", &e);
                 if started == 0 {
@@ -175,7 +192,13 @@ fn tag(slot: usize, open: bool) -> u64 {
 
 /// Hash files from `queue` through one ring until it is empty; what is left
 /// in `batch` at the end is sent by [`guard`].
-fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, nslots: usize) {
+fn ring_thread(
+    queue: &Queue<'_>,
+    tx: &mpsc::Sender<Batch>,
+    batch: &mut Batch,
+    nslots: usize,
+    network: bool,
+) {
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
     let ring = match IoUring::new((2 * nslots) as u32) {
@@ -188,6 +211,13 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
             return;
         }
     };
+    if network {
+        // Reads of regular files go to the ring's bounded workers, at most
+        // 4 per CPU by default: allow one per slot. Without it (an old
+        // kernel) the depth is only lower; nothing else changes.
+        let n = nslots as u32;
+        let _ = ring.submitter().register_iowq_max_workers(&mut [n, n]);
+    }
     let mut ring = Ring {
         queue,
         tx,
@@ -198,6 +228,11 @@ fn ring_thread(queue: &Queue<'_>, tx: &mpsc::Sender<Batch>, batch: &mut Batch, n
         draining: false,
         plain_buf: None,
         limit: 2,
+        flags: if network {
+            io_uring::squeue::Flags::ASYNC
+        } else {
+            io_uring::squeue::Flags::empty()
+        },
     };
     let mut done = Vec::new();
     loop {
@@ -248,6 +283,8 @@ struct Ring<'q, 'e> {
     plain_buf: Option<hasher::Buffer>,
     /// Files in flight at most, for now (see [`Ring::start_files`]).
     limit: usize,
+    /// `IOSQE_ASYNC` on a network file system (see the module's doc).
+    flags: io_uring::squeue::Flags,
 }
 
 impl Ring<'_, '_> {
@@ -323,6 +360,7 @@ impl Ring<'_, '_> {
             opcode::OpenAt::new(types::Fd(dir.unwrap_or(libc::AT_FDCWD)), slot.name.as_ptr())
                 .flags(flags)
                 .build()
+                .flags(self.flags)
                 .user_data(tag(s, true));
         self.push(&open);
         self.in_flight += 1;
@@ -341,6 +379,7 @@ impl Ring<'_, '_> {
             let read = opcode::Read::new(types::Fd(fd), slot.buf.as_mut_ptr(), BLOCK as u32)
                 .offset(slot.run.size())
                 .build()
+                .flags(self.flags)
                 .user_data(tag(s, false));
             self.push(&read);
             return;
