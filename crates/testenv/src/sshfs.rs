@@ -117,6 +117,22 @@ impl Sshfs {
         self.mount.path().join(rel)
     }
 
+    /// Stop the SFTP server (`SIGSTOP`): every request on the mount waits,
+    /// as on a network that stalls, until [`Sshfs::resume`].
+    pub fn pause(&self) {
+        self.signal_server(rustix::process::Signal::STOP);
+    }
+
+    /// Let the server answer again after [`Sshfs::pause`].
+    pub fn resume(&self) {
+        self.signal_server(rustix::process::Signal::CONT);
+    }
+
+    fn signal_server(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(self.server.id() as i32).expect("a child's pid");
+        rustix::process::kill_process(pid, signal).expect("signal the SFTP server");
+    }
+
     /// Kill the FUSE client with `SIGKILL`: the mount stays, dead, and every
     /// request on it fails from now on.
     pub fn kill_client(&mut self) {
@@ -127,6 +143,7 @@ impl Sshfs {
 
 impl Drop for Sshfs {
     fn drop(&mut self) {
+        self.resume();
         self.kill_client();
         let _ = self.server.kill();
         let _ = self.server.wait();

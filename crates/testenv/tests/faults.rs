@@ -454,6 +454,94 @@ fn a_network_mount_that_dies_mid_run_fails_its_files_and_the_run_ends() {
     });
 }
 
+/// Threads and resident KiB of process `pid` and its descendants (a
+/// `hash-procs` parent and its workers), from `/proc`.
+fn tree_tasks_and_rss(pid: u32) -> (usize, u64) {
+    let (mut tasks, mut rss) = (0, 0);
+    let mut pending = vec![pid];
+    while let Some(pid) = pending.pop() {
+        let Ok(list) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue; // gone meanwhile
+        };
+        for task in list.flatten() {
+            tasks += 1;
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            pending.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        rss += status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    (tasks, rss)
+}
+
+/// A storage stall: the server stops answering for 2 s while a run reads
+/// (`SIGSTOP`, as a network that hangs). Nothing completes meanwhile, so the
+/// in-flight policy has nothing to grow on: the readers and memory stay
+/// bounded, and once the server answers the run ends with every file right.
+#[test]
+fn a_stalled_server_grows_nothing_and_loses_nothing() {
+    let Some((t, fs)) = network_small_files(400) else {
+        return;
+    };
+    let local = show(&reference("-H", &[t.root()]));
+    let want = local.replace(
+        &t.root().display().to_string(),
+        &fs.root().display().to_string(),
+    );
+    each_binary(|env| {
+        if !env.is_parallel() {
+            return;
+        }
+        // The server stops when it opens the first file in name order,
+        // which every strategy reads among its first: the walk is done and
+        // the reads have begun.
+        let first = OpenWatch::new(&t.path(b"d0/f0"));
+        let child = env
+            .command()
+            .arg("--stats")
+            .arg(fs.root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        first.wait("the server to open d0/f0");
+        fs.pause();
+        // The stall is what is tested: its length is the point, not a guess
+        // at how long something takes.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let (tasks, rss_kib) = tree_tasks_and_rss(child.id());
+        fs.resume();
+        let out = wait_output(child, env.name());
+        let err = show(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(show(&out.stdout), want);
+        // At most 128 reads in flight (threads, workers, or a ring's kernel
+        // workers), and a few threads besides.
+        assert!(tasks <= 128 + 16, "{tasks} threads during the stall");
+        assert!(
+            rss_kib < 256 * 1024,
+            "{rss_kib} KiB resident during the stall"
+        );
+        let line = err.lines().find(|l| l.contains("in flight: ")).unwrap();
+        let depth: usize = line
+            .split("in flight: ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no depth in {line}"));
+        assert!(depth <= 128, "{line}");
+    });
+}
+
 /// A tree of `n` small files and its sshfs mount (`None` after saying why).
 fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     let t = Tree::new();
