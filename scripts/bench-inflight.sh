@@ -3,7 +3,7 @@
 # (the policy) and with --max-in-flight N for N in 1, 2, 4, ..., 128, plus hash-serial,
 # cold, on one dataset, on the local disk or over the emulated network link. Writes a
 # Markdown table and an SVG chart of throughput against depth with the policy's choice
-# marked (results/inflight-HOST-DATE-LOCATION.{md,svg}).
+# marked, beside hyperfine's results (results/inflight-HOST-DATE-LOCATION.{md,svg}, and .hyperfine: its JSON export).
 #
 #   scripts/bench-inflight.sh [--location local|lan|wan] [--dataset NAME] [--runs N]
 #                             [--depths 1,2,4,...]
@@ -78,12 +78,20 @@ for b in hash-threads hash-procs hash-async; do
 done
 
 files=$(find "$dir" -type f | wc -l)
+bytes=$(find "$dir" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
+# hyperfine's own results, kept beside the table and chart they were drawn from.
+cp "$tmp/h.json" "$out.hyperfine"
 python3 - "$tmp/h.json" "$tmp/choice.tsv" "$out" "$bin/" "$dir" "$location" "$dataset" \
-    "$files" "$cpu" "$stamp" <<'PY'
+    "$files" "$cpu" "$stamp" "$bytes" <<'PY'
 import json, re, statistics, sys
-hj, choice_tsv, out, bindir, d, location, dataset, files, cpu, stamp = sys.argv[1:]
+hj, choice_tsv, out, bindir, d, location, dataset, files, cpu, stamp, size = sys.argv[1:]
 files = int(files)
+# Files of a MiB and more are paced by bytes, not by files: rates in MiB/s then.
+big = int(size) >= files * (1 << 20)
+unit = "MiB/s" if big else "files/s"
+per = int(size) / (1 << 20) if big else files
+fmt = "{:,.1f}" if big else "{:,.0f}"
 res = {}
 for r in json.load(open(hj))["results"]:
     cmd = r["command"].replace(bindir, "").replace(" " + d, "")
@@ -94,31 +102,31 @@ depths = sorted({int(m.group(1)) for c in res for m in [re.search(r"--max-in-fli
 serial = res["hash-serial"]
 md = [f"# In flight against fixed depths: {dataset}, {location}, cold",
       "",
-      f"{cpu}; {stamp}; {files} files; median of the runs, files/s (and × `hash-serial`, "
-      f"{files / serial:,.0f} files/s in {serial:.3f} s).",
+      f"{cpu}; {stamp}; {files} files; median of the runs, {unit} (and × `hash-serial`, "
+      f"{fmt.format(per / serial)} {unit} in {serial:.3f} s).",
       "",
       "| `--max-in-flight` | " + " | ".join(f"`{b}`" for b in bins) + " |",
       "|---|" + "---|" * len(bins)]
 for dep in depths:
-    cells = [f"{files / res[f'{b} --max-in-flight {dep}']:,.0f} ({serial / res[f'{b} --max-in-flight {dep}']:.1f}×)" for b in bins]
+    cells = [f"{fmt.format(per / res[f'{b} --max-in-flight {dep}'])} ({serial / res[f'{b} --max-in-flight {dep}']:.1f}×)" for b in bins]
     md.append(f"| {dep} | " + " | ".join(cells) + " |")
 best = {b: min(res[f"{b} --max-in-flight {dep}"] for dep in depths) for b in bins}
 md.append("| **default (the policy)** | " + " | ".join(
-    f"**{files / res[b]:,.0f}** ({serial / res[b]:.1f}×; {best[b] / res[b]:.2f} of the best fixed depth)" for b in bins) + " |")
+    f"**{fmt.format(per / res[b])}** ({serial / res[b]:.1f}×; {best[b] / res[b]:.2f} of the best fixed depth)" for b in bins) + " |")
 md += ["", "What each default settled on (`--stats`, one more cold run):", ""]
 md += [f"- `{b}`: in flight: {choices.get(b, '?')}" for b in bins]
 open(out + ".md", "w").write("\n".join(md) + "\n")
 
-# The chart: files/s against depth (log2), one line per binary, the default as a
+# The chart: files/s (or MiB/s) against depth (log2), one line per binary, the default as a
 # horizontal dashed line of the same colour, labelled with its settled depth.
 W, H, L, R, T, B = 720, 420, 70, 230, 40, 50
-ymax = max(files / t for t in res.values()) * 1.1
+ymax = max(per / t for t in res.values()) * 1.1
 x = lambda dep: L + (W - L - R) * (depths.index(dep) / max(1, len(depths) - 1))
 y = lambda v: T + (H - T - B) * (1 - v / ymax)
 colours = dict(zip(bins, ["#1f77b4", "#d62728", "#2ca02c"]))
 svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
        f'<rect width="{W}" height="{H}" fill="white"/>',
-       f'<text x="{L}" y="18" font-size="14">{dataset}, {location}, cold: files/s against --max-in-flight</text>',
+       f'<text x="{L}" y="18" font-size="14">{dataset}, {location}, cold: {unit} against --max-in-flight</text>',
        f'<text x="{L}" y="34" font-size="11">{cpu}, {stamp}</text>',
        f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="black"/>',
        f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="black"/>']
@@ -127,12 +135,12 @@ for dep in depths:
 svg.append(f'<text x="{(L + W - R) / 2:.0f}" y="{H - 12}" text-anchor="middle">requests in flight (fixed)</text>')
 for k in range(5):
     v = ymax * k / 4
-    svg.append(f'<text x="{L - 6}" y="{y(v) + 4:.0f}" text-anchor="end">{v:,.0f}</text>')
+    svg.append(f'<text x="{L - 6}" y="{y(v) + 4:.0f}" text-anchor="end">{fmt.format(v)}</text>')
 for i, b in enumerate(bins):
-    pts = " ".join(f"{x(dep):.1f},{y(files / res[f'{b} --max-in-flight {dep}']):.1f}" for dep in depths)
+    pts = " ".join(f"{x(dep):.1f},{y(per / res[f'{b} --max-in-flight {dep}']):.1f}" for dep in depths)
     c = colours[b]
     svg.append(f'<polyline fill="none" stroke="{c}" stroke-width="2" points="{pts}"/>')
-    yd = y(files / res[b])
+    yd = y(per / res[b])
     svg.append(f'<line x1="{L}" y1="{yd:.1f}" x2="{W - R}" y2="{yd:.1f}" stroke="{c}" stroke-dasharray="6,4"/>')
     # Where it ended, in a few words, from its --stats line.
     said = choices.get(b, "")
@@ -141,7 +149,7 @@ for i, b in enumerate(bins):
         (r"settled at (\d+)", "settled at {}"),     # the measured policy
         (r"^(\d+) reading, more", "{}+ readers"),   # readers join while files wait
         (r"^(\d+)", "{} in flight")] for m in [re.search(pat, said)] if m), None)
-    label = f"{b} default: {files / res[b]:,.0f}/s" + (f" ({settled})" if settled else "")
+    label = f"{b} default: {fmt.format(per / res[b])} {unit}" + (f" ({settled})" if settled else "")
     svg.append(f'<text x="{W - R + 8}" y="{T + 20 + 36 * i}" fill="{c}">{b}</text>')
     svg.append(f'<text x="{W - R + 8}" y="{T + 36 + 36 * i}" fill="{c}" font-size="11">{label[len(b) + 1:]}</text>')
 svg.append(f'<text x="{W - R + 8}" y="{T + 20 + 36 * len(bins)}" font-size="11">solid: fixed depth</text>')
