@@ -501,11 +501,16 @@ impl<'a> Request<'a> {
 
 /// Open and hash the file `req` names into `buf`.
 pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
-    let opened = match (req.dir, req.path.file_name()) {
-        (Some(dir), Some(name)) if !req.follow => open_in(dir, name)?,
-        _ => open_path(req.path, req.follow)?,
-    };
-    Ok(hash_opened(&opened, buf, req.reading, req.on_block)?)
+    Ok(hash_opened(&open(req)?, buf, req.reading, req.on_block)?)
+}
+
+/// Open the file `req` names, with the checks [`hash`] makes before it reads
+/// (a caller may look at its size first: see `strategy::procs`).
+pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
+    match (req.dir, req.path.file_name()) {
+        (Some(dir), Some(name)) if !req.follow => open_in(dir, name),
+        _ => open_path(req.path, req.follow),
+    }
 }
 
 /// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that

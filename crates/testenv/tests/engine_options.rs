@@ -133,3 +133,43 @@ fn no_mmap_and_data_path_reach_every_binary_and_mode() {
         }
     }
 }
+
+/// `hash-procs` learns sizes from its workers' answers (the walk does not
+/// `stat`), so a batch sent on the evidence of small files may hold a large
+/// one. The worker hands it back unread when more files wait behind it, and
+/// it goes out again on its own: opened twice (`strace`, following every
+/// worker), hashed once, and the output is GNU's.
+#[test]
+fn hash_procs_hands_back_a_large_file_found_in_a_batch_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..600 {
+        std::fs::write(dir.path().join(format!("f{i:04}")), pattern(100 + i)).unwrap();
+    }
+    // Between f0300 and f0301 in name order: the middle of a batch.
+    std::fs::write(dir.path().join("f0300-big"), pattern(2 << 20)).unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-qq", "-e", "trace=openat", "-o"])
+        .arg(log.path())
+        .arg(binary("hash-procs"))
+        .args(["-j", "2"])
+        .arg(dir.path());
+    let out = match testenv::try_run(&mut cmd) {
+        Ok(out) if out.status.success() => out,
+        other => {
+            eprintln!("skipped: strace cannot trace here ({other:?})");
+            return;
+        }
+    };
+    let want = testenv::reference("-H", &[dir.path()]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&want)
+    );
+    let calls = std::fs::read_to_string(log.path()).unwrap();
+    let opens = calls
+        .lines()
+        .filter(|l| l.contains("\"f0300-big\"") && !l.contains("ENOENT"))
+        .count();
+    assert_eq!(opens, 2, "opens of f0300-big:\n{calls}");
+}

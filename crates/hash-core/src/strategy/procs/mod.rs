@@ -11,9 +11,11 @@
 //! hashing, one queued so it never waits for the parent) — or, once its last
 //! answer showed a small file (the walk does not `stat`, so sizes are learnt
 //! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
-//! order, as it answers. Workers answer small files in groups of a quarter
-//! batch, so the parent refills a worker's queue before it runs dry, at one
-//! pipe round trip per group rather than per file. One reader thread per worker turns its
+//! order, as it answers. A large file found in a batch goes back to the
+//! parent unread ([`RETURN_MIN`]) and out again on its own. Workers answer
+//! small files in groups of a quarter batch, so the parent refills a worker's
+//! queue before it runs dry, at one pipe round trip per group rather than per
+//! file. One reader thread per worker turns its
 //! answers into events on a channel; the calling thread alone owns the queue and
 //! the workers, so there is no shared mutable state.
 //!
@@ -153,6 +155,16 @@ const BATCH_BYTES: u64 = 4 * 1024 * 1024;
 /// A file lost with [`MAX_ATTEMPTS`] dying workers, the last time hashed alone,
 /// is reported instead of retried.
 const MAX_ATTEMPTS: u8 = 2;
+
+/// A worker hands back unread a file at least this large whose size the
+/// parent did not know, when more files wait behind it in the worker: the
+/// walk does not `stat` (a `stat` per file cost the parent ~10 % of a warm
+/// run of 12,000 small files), so a batch sent on the evidence of small
+/// answers may hold a tree's largest files, which one worker would then hash
+/// alone while the others idle (`mixed`: three models right after the config
+/// files beside them). Sent again with its size known, such a file is batched
+/// by bytes and never handed back.
+const RETURN_MIN: u64 = BATCH_BYTES / 4;
 
 /// Workers answer files at least this large at once, smaller ones per batch.
 const ANSWER_AT_ONCE: u64 = 64 * 1024;

@@ -30,6 +30,8 @@ enum Event {
     Done {
         worker: usize,
         answers: Vec<(u32, Outcome)>,
+        /// Files handed back unread, with their sizes.
+        returned: Vec<(u32, u64)>,
     },
     Gone {
         worker: usize,
@@ -75,8 +77,8 @@ struct Pool<'a, 's> {
     /// Whether the plan knows file sizes (then batches are bounded by bytes
     /// from the start, largest files first).
     sized: bool,
-    /// Sizes as far as known: from the plan, or looked up here when a file
-    /// would join a batch (see [`Pool::size_of`]).
+    /// Sizes as far as known: from the plan, or from a worker that handed
+    /// the file back (see [`super::RETURN_MIN`]).
     sizes: Vec<Option<u64>>,
 }
 
@@ -155,35 +157,6 @@ pub(super) fn run(
 }
 
 impl Pool<'_, '_> {
-    /// The size of job `id`, for batching. The walk does not `stat` (it cost
-    /// the serial phase 15 % on small files), so a file that would join a
-    /// batch beyond the first [`DEPTH`] is looked up here, relative to its
-    /// directory, while the workers hash: a batch must not take a tree's
-    /// largest files to one worker (`mixed` hashed at 1.14x `hash-serial`
-    /// when its three models, right after its config files, went together).
-    fn size_of(files: &[Job], sizes: &mut [Option<u64>], id: u32, held: usize) -> u64 {
-        let i = id as usize;
-        if let Some(size) = sizes[i] {
-            return size;
-        }
-        if held < DEPTH {
-            return 0; // joins anyway; nothing to decide
-        }
-        let job = &files[i];
-        let size = match (&job.dir, job.path.file_name()) {
-            (Some(dir), Some(name)) if !job.follow => {
-                rustix::fs::statat(&*dir.0, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|st| st.st_size as u64)
-                    .ok()
-            }
-            _ => std::fs::metadata(&job.path).map(|m| m.len()).ok(),
-        };
-        // Unknown (vanished, unreadable): the worker will say; batch it alone.
-        let size = size.unwrap_or(BATCH_BYTES);
-        sizes[i] = Some(size);
-        size
-    }
-
     fn event_loop(&mut self, rx: &mpsc::Receiver<Event>) -> ControlFlow<()> {
         while self.remaining > 0 {
             if self.live_workers() == 0 {
@@ -194,7 +167,12 @@ impl Pool<'_, '_> {
             // worker's reader always ends with `Gone`, so this cannot block forever.
             let Ok(event) = rx.recv() else { break };
             match event {
-                Event::Done { worker, answers } => {
+                Event::Done {
+                    worker,
+                    answers,
+                    returned,
+                } => {
+                    self.take_back(worker, &returned);
                     for (id, outcome) in answers {
                         if let Some(w) = self.workers[worker].as_mut() {
                             if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
@@ -205,13 +183,31 @@ impl Pool<'_, '_> {
                         }
                         self.report(id, outcome)?;
                     }
-                    self.feed(worker);
+                    if returned.is_empty() {
+                        self.feed(worker);
+                    } else {
+                        self.feed_all();
+                    }
                 }
                 Event::Gone { worker } => self.bury(worker)?,
                 Event::Waited => self.grow(),
             }
         }
         ControlFlow::Continue(())
+    }
+
+    /// Files `worker` handed back unread: first in line again, their sizes
+    /// known now, so they are batched by bytes (and never handed back).
+    fn take_back(&mut self, worker: usize, returned: &[(u32, u64)]) {
+        for &(id, size) in returned.iter().rev() {
+            if let Some(w) = self.workers[worker].as_mut() {
+                if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
+                    w.in_flight.remove(pos);
+                }
+            }
+            self.sizes[id as usize] = Some(size);
+            self.queue.push_front(id);
+        }
     }
 
     /// One more worker, while files wait for the disk and the pool may grow
@@ -285,22 +281,24 @@ impl Pool<'_, '_> {
         let reading = Arc::clone(&self.reading);
         let reader = crate::strategy::thread_builder().spawn(move || {
             let mut r = BufReader::with_capacity(64 * 1024, stdout);
-            let mut answers = Vec::new();
+            let (mut answers, mut returned) = (Vec::new(), Vec::new());
             loop {
                 let message = read_message(&mut r);
                 let end = !matches!(message, Ok(Some(_)));
                 match message {
                     Ok(Some(Message::Answer(id, outcome))) => answers.push((id, outcome)),
+                    Ok(Some(Message::Returned(id, size))) => returned.push((id, size)),
                     Ok(Some(Message::Streamed(n))) => reading.add_streamed(n),
                     // The event loop may start another worker meanwhile.
                     Ok(Some(Message::Waited)) if events.send(Event::Waited).is_err() => return,
                     _ => {}
                 }
                 // Everything already read goes to the parent together.
-                if (end || r.buffer().is_empty()) && !answers.is_empty() {
+                if (end || r.buffer().is_empty()) && !(answers.is_empty() && returned.is_empty()) {
                     let done = Event::Done {
                         worker: index,
                         answers: std::mem::take(&mut answers),
+                        returned: std::mem::take(&mut returned),
                     };
                     if events.send(done).is_err() {
                         return;
@@ -343,7 +341,10 @@ impl Pool<'_, '_> {
         };
         let mut sent = false;
         while let Some(&id) = self.queue.front() {
-            let size = Pool::size_of(self.files, &mut self.sizes, id, w.in_flight.len());
+            // Unknown (the walk does not `stat`): counted as nothing here; a
+            // large one is handed back by its worker, with its size.
+            let known = self.sizes[id as usize];
+            let size = known.unwrap_or(0);
             let held = w.in_flight.len();
             // A suspect (lost with a dying worker before) travels alone, so a
             // second crash points at it and at nothing else.
@@ -359,7 +360,7 @@ impl Pool<'_, '_> {
             if !room {
                 break;
             }
-            if write_request(stdin, id, &self.files[id as usize]).is_err() {
+            if write_request(stdin, id, &self.files[id as usize], known.is_some()).is_err() {
                 // The worker is dying; its reader will report it gone.
                 return;
             }

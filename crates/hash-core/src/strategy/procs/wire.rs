@@ -1,6 +1,6 @@
 //! The wire format between the parent and a worker process.
 //!
-//! A request is a job id, a follow flag and the raw bytes of a path,
+//! A request is a job id, flags (follow; keep) and the raw bytes of a path,
 //! length-prefixed so that any name survives (no escaping, no UTF-8); an
 //! answer is the id and either the digest and size or the error, tagged. Both
 //! sides read with `read_exact`, so a truncated message is an error and only a
@@ -27,14 +27,21 @@ use crate::strategy::{Job, Outcome};
 pub(super) struct Request {
     pub(super) id: u32,
     pub(super) follow: bool,
+    /// The parent knew the file's size when it sent it: hash it whatever its
+    /// size, never hand it back ([`write_returned`]).
+    pub(super) keep: bool,
     pub(super) path: PathBuf,
 }
 
-pub(super) fn write_request(w: &mut impl Write, id: u32, job: &Job) -> io::Result<()> {
+const FLAG_FOLLOW: u8 = 1;
+const FLAG_KEEP: u8 = 2;
+
+pub(super) fn write_request(w: &mut impl Write, id: u32, job: &Job, keep: bool) -> io::Result<()> {
     let path = job.path.as_os_str().as_bytes();
     let len = u32::try_from(path.len()).map_err(|_| io::Error::other("path too long"))?;
     w.write_all(&id.to_le_bytes())?;
-    w.write_all(&[job.follow as u8])?;
+    let flags = if job.follow { FLAG_FOLLOW } else { 0 } | if keep { FLAG_KEEP } else { 0 };
+    w.write_all(&[flags])?;
     w.write_all(&len.to_le_bytes())?;
     w.write_all(path)
 }
@@ -48,12 +55,18 @@ pub(super) fn read_request(r: &mut impl Read) -> io::Result<Option<Request>> {
     }
     r.read_exact(&mut head[1..])?;
     let id = u32::from_le_bytes(head[0..4].try_into().unwrap());
-    let follow = head[4] != 0;
+    let follow = head[4] & FLAG_FOLLOW != 0;
+    let keep = head[4] & FLAG_KEEP != 0;
     let len = u32::from_le_bytes(head[5..9].try_into().unwrap()) as usize;
     let mut path = vec![0; len];
     r.read_exact(&mut path)?;
     let path = PathBuf::from(OsStr::from_bytes(&path));
-    Ok(Some(Request { id, follow, path }))
+    Ok(Some(Request {
+        id,
+        follow,
+        keep,
+        path,
+    }))
 }
 
 const TAG_OK: u8 = 0;
@@ -64,6 +77,8 @@ const TAG_STREAMED: u8 = 4;
 const TAG_WAITED: u8 = 5;
 /// A digest with the file's stamps ([`FileDigest::held`]).
 const TAG_OK_HELD: u8 = 6;
+/// A file handed back unread, with its size ([`write_returned`]).
+const TAG_RETURNED: u8 = 7;
 
 /// The id of a [`Message::Streamed`]: never a job's (the pool has fewer
 /// than `u32::MAX` files).
@@ -79,6 +94,18 @@ pub(super) enum Message {
     Streamed(u64),
     /// A file just read had to wait for the disk: more workers would help.
     Waited,
+    /// Job `id` handed back unread: it has this many bytes (see
+    /// [`write_returned`]).
+    Returned(u32, u64),
+}
+
+/// Hand job `id` back unread: it turned out to be large (`size` bytes)
+/// while the worker holds more files, which would wait behind it while
+/// other workers may idle. The parent sends it again, knowing its size.
+pub(super) fn write_returned(w: &mut impl Write, id: u32, size: u64) -> io::Result<()> {
+    w.write_all(&id.to_le_bytes())?;
+    w.write_all(&[TAG_RETURNED])?;
+    w.write_all(&size.to_le_bytes())
 }
 
 /// Tell the parent that a file had to wait for the disk.
@@ -188,6 +215,11 @@ pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
             )))
         }
         TAG_NOT_REGULAR => Err(ErrorKind::NotRegular),
+        TAG_RETURNED if id != STREAMED_ID => {
+            let mut n = [0u8; 8];
+            r.read_exact(&mut n)?;
+            return Ok(Some(Message::Returned(id, u64::from_le_bytes(n))));
+        }
         TAG_WAITED if id == STREAMED_ID => return Ok(Some(Message::Waited)),
         TAG_STREAMED if id == STREAMED_ID => {
             let mut n = [0u8; 8];
@@ -260,42 +292,64 @@ mod tests {
     fn requests_round_trip_with_raw_bytes() {
         let path = PathBuf::from(OsStr::from_bytes(b"d/\xff\nname\\x"));
         let job = Job::new(path.clone(), 3, true);
+        let unfollowed = Job {
+            follow: false,
+            ..job.clone()
+        };
         let mut wire = Vec::new();
-        write_request(&mut wire, 7, &job).unwrap();
-        write_request(
-            &mut wire,
-            8,
-            &Job {
-                follow: false,
-                ..job
-            },
-        )
-        .unwrap();
+        for (id, job, keep) in [
+            (7, &job, false),
+            (8, &unfollowed, false),
+            (9, &job, true),
+            (10, &unfollowed, true),
+        ] {
+            write_request(&mut wire, id, job, keep).unwrap();
+        }
         let mut r = &wire[..];
-        assert_eq!(
-            read_request(&mut r).unwrap(),
-            Some(Request {
-                id: 7,
-                follow: true,
-                path: path.clone()
-            })
-        );
-        assert_eq!(
-            read_request(&mut r).unwrap(),
-            Some(Request {
-                id: 8,
-                follow: false,
-                path
-            })
-        );
+        for (id, follow, keep) in [
+            (7, true, false),
+            (8, false, false),
+            (9, true, true),
+            (10, false, true),
+        ] {
+            assert_eq!(
+                read_request(&mut r).unwrap(),
+                Some(Request {
+                    id,
+                    follow,
+                    keep,
+                    path: path.clone()
+                })
+            );
+        }
         assert_eq!(read_request(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn a_returned_file_round_trips_among_answers() {
+        let mut wire = Vec::new();
+        write_returned(&mut wire, 3, 5 << 30).unwrap();
+        write_waited(&mut wire).unwrap();
+        let mut r = &wire[..];
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Some(Message::Returned(3, n)) if n == 5 << 30
+        ));
+        assert!(matches!(
+            read_message(&mut r).unwrap(),
+            Some(Message::Waited)
+        ));
+        // Cut anywhere, it is an error, never a clean end.
+        for cut in 1..wire.len() - 5 {
+            assert!(read_message(&mut &wire[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]
     fn a_truncated_request_is_an_error_not_a_clean_end() {
         let job = Job::new(PathBuf::from("abc"), 0, false);
         let mut wire = Vec::new();
-        write_request(&mut wire, 1, &job).unwrap();
+        write_request(&mut wire, 1, &job, false).unwrap();
         for cut in 1..wire.len() {
             assert!(read_request(&mut &wire[..cut]).is_err(), "cut at {cut}");
         }

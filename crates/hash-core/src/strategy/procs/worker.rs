@@ -15,10 +15,15 @@ use std::process::ExitCode;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
-use super::wire::{read_request, write_response, write_streamed, write_waited, Request};
-use super::{ANSWER_AT_ONCE, MAX_BATCH, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV, WORKER_STAMPS_ENV};
+use super::wire::{
+    read_request, write_response, write_returned, write_streamed, write_waited, Request,
+};
+use super::{
+    ANSWER_AT_ONCE, MAX_BATCH, RETURN_MIN, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV,
+    WORKER_STAMPS_ENV,
+};
 use crate::datapath::DataPath;
-use crate::hasher::{self, hash, new_buffer, ReadPolicy, Reading};
+use crate::hasher::{self, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
 
 /// Test hooks (read by workers only, compiled into debug builds only, which
@@ -147,7 +152,23 @@ fn serve(
                 std::process::abort();
             }
         }
-        let outcome = dirs.hash(&req, reading, &mut buf, &on_block);
+        // A large file the parent did not know the size of, with more files
+        // already here behind it: handed back unread (see `RETURN_MIN`).
+        let hand_back = !req.keep && !input.buffer().is_empty();
+        let outcome = match dirs.hash(&req, reading, &mut buf, &on_block, hand_back) {
+            Ok(outcome) => outcome,
+            Err(size) => {
+                let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+                if write_returned(&mut *out, req.id, size)
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return ExitCode::FAILURE;
+                }
+                unsent = 0;
+                continue;
+            }
+        };
         let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
         if write_response(&mut *out, req.id, &outcome).is_err() {
             return ExitCode::FAILURE;
@@ -189,13 +210,26 @@ struct LastDir {
 }
 
 impl LastDir {
+    /// Hash the file `req` names; with `hand_back`, a file of [`RETURN_MIN`]
+    /// bytes or more is not read: `Err` says its size.
     fn hash(
         &mut self,
         req: &Request,
         reading: &Reading,
         buf: &mut [u8],
         on_block: &dyn Fn(),
-    ) -> Outcome {
+        hand_back: bool,
+    ) -> Result<Outcome, u64> {
+        let hash = |request: &hasher::Request<'_>, buf: &mut [u8]| {
+            let opened = match hasher::open(request) {
+                Ok(opened) => opened,
+                Err(e) => return Ok(Err(e)),
+            };
+            if hand_back && opened.size >= RETURN_MIN {
+                return Err(opened.size);
+            }
+            Ok(hasher::hash_opened(&opened, buf, reading, Some(on_block)).map_err(Into::into))
+        };
         let parent = match req.path.parent() {
             Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
             _ => {
