@@ -380,6 +380,15 @@ fn network_tree(big: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     mounted(t)
 }
 
+/// GNU's output for tree `t` as it reads through its mount `fs` (the paths
+/// under the mount point).
+fn reference_mounted(t: &Tree, fs: &testenv::sshfs::Sshfs) -> String {
+    show(&reference("-H", &[t.root()])).replace(
+        &t.root().display().to_string(),
+        &fs.root().display().to_string(),
+    )
+}
+
 /// `t` and its sshfs mount; `None` (after saying why) where none can be made.
 fn mounted(t: Tree) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     match testenv::sshfs::Sshfs::mount(t.root()) {
@@ -396,11 +405,7 @@ fn files_on_a_network_mount_hash_as_they_do_locally() {
     let Some((t, fs)) = network_tree(3 << 20) else {
         return;
     };
-    let local = show(&reference("-H", &[t.root()]));
-    let want = local.replace(
-        &t.root().display().to_string(),
-        &fs.root().display().to_string(),
-    );
+    let want = reference_mounted(&t, &fs);
     each_binary(|env| {
         for variant in env.variants() {
             let out = env.run(&variant, &[fs.root()]);
@@ -492,11 +497,7 @@ fn a_stalled_server_grows_nothing_and_loses_nothing() {
     let Some((t, fs)) = network_small_files(400) else {
         return;
     };
-    let local = show(&reference("-H", &[t.root()]));
-    let want = local.replace(
-        &t.root().display().to_string(),
-        &fs.root().display().to_string(),
-    );
+    let want = reference_mounted(&t, &fs);
     each_binary(|env| {
         if !env.is_parallel() {
             return;
@@ -557,10 +558,7 @@ fn files_in_flight_follow_the_storage_or_the_user() {
         return;
     };
     let local = show(&reference("-H", &[t.root()]));
-    let want = local.replace(
-        &t.root().display().to_string(),
-        &fs.root().display().to_string(),
-    );
+    let want = reference_mounted(&t, &fs);
     each_binary(|env| {
         if !env.is_parallel() {
             return;

@@ -158,7 +158,7 @@ const MAX_ATTEMPTS: u8 = 2;
 
 /// A worker hands back unread a file at least this large whose size the
 /// parent did not know, when more files wait behind it in the worker: the
-/// walk does not `stat` (a `stat` per file cost the parent ~10 % of a warm
+/// walk does not `stat` (a `stat` per file cost the parent 6–8 % of a warm
 /// run of 12,000 small files), so a batch sent on the evidence of small
 /// answers may hold a tree's largest files, which one worker would then hash
 /// alone while the others idle (`mixed`: three models right after the config
