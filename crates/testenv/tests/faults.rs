@@ -427,17 +427,9 @@ fn a_network_mount_that_dies_mid_run_fails_its_files_and_the_run_ends() {
             return;
         };
         let local = show(&reference("-H", &[t.root()]));
-        let opened = OpenWatch::new(&t.path(b"dir/big"));
-        let child = env
-            .command()
-            .arg(fs.root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // The server opens the file when the hasher does: then the client
         // dies, and the mount with it.
-        opened.wait("the hasher to open dir/big");
+        let child = start_until_opened(env, &[], fs.root(), &t.path(b"dir/big"));
         fs.kill_client();
         let out = wait_output_within(child, env.name(), std::time::Duration::from_secs(60));
         let err = show(&out.stderr);
@@ -457,6 +449,28 @@ fn a_network_mount_that_dies_mid_run_fails_its_files_and_the_run_ends() {
             assert!(local.lines().any(|l| l == local_line), "wrong: {line}");
         }
     });
+}
+
+/// Start `env`'s binary with `opts` on `root`, output piped, and return once
+/// `watched` (the file behind the mount) has been opened: by then the run
+/// has walked and is reading.
+fn start_until_opened(
+    env: &TestEnv,
+    opts: &[&str],
+    root: &Path,
+    watched: &Path,
+) -> std::process::Child {
+    let opened = OpenWatch::new(watched);
+    let child = env
+        .command()
+        .args(opts)
+        .arg(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    opened.wait(&format!("the server to open {}", watched.display()));
+    child
 }
 
 /// Threads and resident KiB of process `pid` and its descendants (a
@@ -505,16 +519,7 @@ fn a_stalled_server_grows_nothing_and_loses_nothing() {
         // The server stops when it opens the first file in name order,
         // which every strategy reads among its first: the walk is done and
         // the reads have begun.
-        let first = OpenWatch::new(&t.path(b"d0/f0"));
-        let child = env
-            .command()
-            .arg("--stats")
-            .arg(fs.root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        first.wait("the server to open d0/f0");
+        let child = start_until_opened(env, &["--stats"], fs.root(), &t.path(b"d0/f0"));
         fs.pause();
         // The stall is what is tested: its length is the point, not a guess
         // at how long something takes.
