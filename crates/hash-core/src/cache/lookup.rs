@@ -177,8 +177,8 @@ impl Hand<'_, '_> {
     }
 }
 
-/// Pair every file of every group with its entry, in key order, into `push`
-/// (which says false to stop).
+/// Pair every file of every group with its entry into `push` (which says
+/// false to stop).
 fn produce(
     store: &Store,
     files: &[Job],
@@ -188,12 +188,18 @@ fn produce(
 ) -> Scanned {
     let mut scanned = Scanned::default();
     for (g, group) in groups.iter().enumerate() {
+        let lists = if group.scan {
+            by_dir(files, group)
+        } else {
+            vec![(Vec::new(), group.jobs.clone())]
+        };
         let mut pairing = Pairing {
             files,
             group,
             g: g as u32,
-            next: 0,
-            key: Vec::new(),
+            lists,
+            i: 0,
+            j: 0,
             push: &mut *push,
             go: true,
         };
@@ -209,9 +215,7 @@ fn produce(
         }
         // After an error (or for a group not scanned because of one), the
         // rest are misses.
-        while pairing.go && pairing.next < group.jobs.len() {
-            pairing.emit(None);
-        }
+        pairing.rest();
         if !pairing.go {
             break;
         }
@@ -219,77 +223,145 @@ fn produce(
     scanned
 }
 
-/// The files of one group being paired with entries.
+/// Where a relative path's name starts (after its last `/`).
+fn name_at(rel: &[u8]) -> usize {
+    rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)
+}
+
+/// The files of `group` by directory: each directory's key (absolute, with
+/// its `/`) and its files in name order, the directories in key order, as
+/// the cache keeps its segments. (The walk's order is the order of whole
+/// paths, in which a directory's files can come on both sides of a
+/// subdirectory's.)
+fn by_dir(files: &[Job], group: &Group) -> Vec<(Vec<u8>, Vec<u32>)> {
+    let mut at: HashMap<&[u8], usize> = HashMap::new();
+    let mut lists: Vec<(&[u8], Vec<u32>)> = Vec::new();
+    let mut last: Option<(&[u8], usize)> = None;
+    for &index in &group.jobs {
+        let rel = files[index as usize].rel_path();
+        let dir = &rel[..name_at(rel)];
+        let k = match last {
+            Some((d, k)) if d == dir => k,
+            _ => *at.entry(dir).or_insert_with(|| {
+                lists.push((dir, Vec::new()));
+                lists.len() - 1
+            }),
+        };
+        last = Some((dir, k));
+        lists[k].1.push(index);
+    }
+    let mut out: Vec<(Vec<u8>, Vec<u32>)> = lists
+        .into_iter()
+        .map(|(dir, jobs)| ([&group.prefix[..], dir].concat(), jobs))
+        .collect();
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The files of one group being paired with entries, list by list.
 struct Pairing<'a, 'p> {
     files: &'a [Job],
     group: &'a Group,
     g: u32,
-    /// Files of the group paired so far.
-    next: usize,
-    /// The key of file `next`.
-    key: Vec<u8>,
+    /// The files to pair: by directory (see [`by_dir`]) when the group is
+    /// scanned, one list in plan order when its files are looked up one by
+    /// one (then the directory is not used).
+    lists: Vec<(Vec<u8>, Vec<u32>)>,
+    /// The list being paired, and its next file.
+    i: usize,
+    j: usize,
     push: &'p mut dyn FnMut(Item) -> bool,
     go: bool,
 }
 
 impl Pairing<'_, '_> {
-    fn load_key(&mut self) {
-        let (files, group) = (self.files, self.group);
-        self.key.clear();
-        self.key.extend_from_slice(&group.prefix);
-        self.key
-            .extend_from_slice(files[group.jobs[self.next] as usize].rel_path());
+    /// The next file of the list being paired, if any.
+    fn next(&self) -> Option<u32> {
+        self.lists.get(self.i)?.1.get(self.j).copied()
     }
 
-    /// Pair file `next` with `entry` and move on.
-    fn emit(&mut self, entry: Option<Entry>) {
-        let index = self.group.jobs[self.next];
+    /// The name (after its directory) of planned file `index`.
+    fn name(&self, index: u32) -> &[u8] {
+        let rel = self.files[index as usize].rel_path();
+        &rel[name_at(rel)..]
+    }
+
+    /// Pair the next file with `entry` and move on.
+    fn emit(&mut self, index: u32, entry: Option<Entry>) {
         self.go = (self.push)(Item {
             index,
             group: self.g,
             entry,
         });
-        self.next += 1;
+        self.j += 1;
     }
 
-    /// One scan under the group's prefix, merged with its files (both in
-    /// key order; a root given twice lists its files twice, side by side).
-    fn merge(&mut self, store: &Store, prune: bool, scanned: &mut Scanned) -> rusqlite::Result<()> {
-        let (group, n) = (self.group, self.group.jobs.len());
-        if n > 0 {
-            self.load_key();
+    /// The rest of the current list get nothing; move to the next list.
+    fn finish_list(&mut self) {
+        while let (true, Some(index)) = (self.go, self.next()) {
+            self.emit(index, None);
         }
-        store.scan(&group.prefix, |row, entry| {
-            let mut matched = false;
-            while self.go && self.next < n {
-                match self.key.as_slice().cmp(row) {
-                    std::cmp::Ordering::Less => self.emit(None),
-                    std::cmp::Ordering::Equal => {
-                        matched = true;
-                        self.emit(entry);
+        (self.i, self.j) = (self.i + 1, 0);
+    }
+
+    /// Every file not yet paired gets nothing.
+    fn rest(&mut self) {
+        while self.go && self.i < self.lists.len() {
+            self.finish_list();
+        }
+    }
+
+    /// In the current list, the files named before `name` get nothing and
+    /// those named `name` (one, or more when a root was given twice) get
+    /// `entry`. Whether any did.
+    fn pair(&mut self, name: &[u8], entry: Entry) -> bool {
+        while let (true, Some(index)) = (self.go, self.next()) {
+            if self.name(index) >= name {
+                break;
+            }
+            self.emit(index, None);
+        }
+        let mut matched = false;
+        while let (true, Some(index)) = (self.go, self.next()) {
+            if self.name(index) != name {
+                break;
+            }
+            self.emit(index, Some(entry));
+            matched = true;
+        }
+        matched
+    }
+
+    /// One scan under the group's prefix, merged with its files directory
+    /// by directory (both in key order).
+    fn merge(&mut self, store: &Store, prune: bool, scanned: &mut Scanned) -> rusqlite::Result<()> {
+        store.scan(&self.group.prefix, |dir, packed| {
+            while self.go && self.lists.get(self.i).is_some_and(|l| l.0.as_slice() < dir) {
+                self.finish_list();
+            }
+            let here = self.lists.get(self.i).is_some_and(|l| l.0 == dir);
+            match packed {
+                // Its files get nothing: they are hashed, and recorded anew.
+                None => scanned.damaged += 1,
+                Some(p) => {
+                    for (name, entry) in super::store::entries(p) {
+                        let matched = here && self.pair(name, entry);
+                        if !matched && prune {
+                            scanned.unseen.push([dir, name].concat());
+                        }
                     }
-                    std::cmp::Ordering::Greater => break,
                 }
-                if self.next < n {
-                    self.load_key();
-                }
-            }
-            if matched && entry.is_none() {
-                scanned.damaged += 1;
-            }
-            if !matched && prune {
-                scanned.unseen.push(row.to_vec());
             }
             // With every file paired, reading on only serves pruning.
-            self.go && (prune || self.next < n)
+            self.go && (prune || self.i < self.lists.len())
         })
     }
 
     /// A query per file.
     fn points(&mut self, store: &Store, scanned: &mut Scanned) -> rusqlite::Result<()> {
-        while self.go && self.next < self.group.jobs.len() {
-            self.load_key();
-            let entry = match store.get(&self.key)? {
+        while let (true, Some(index)) = (self.go, self.next()) {
+            let key = self.group.key(&self.files[index as usize]);
+            let entry = match store.get(&key)? {
                 Some(Some(e)) => Some(e),
                 Some(None) => {
                     scanned.damaged += 1;
@@ -297,7 +369,7 @@ impl Pairing<'_, '_> {
                 }
                 None => None,
             };
-            self.emit(entry);
+            self.emit(index, entry);
         }
         Ok(())
     }

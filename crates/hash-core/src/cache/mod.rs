@@ -147,7 +147,16 @@ impl Cache {
     /// start afresh: the run stops before printing anything).
     pub fn open_for_run(path: &Path) -> Result<Option<Cache>, Exit> {
         match Cache::open(path) {
-            Ok(cache) => Ok(Some(cache)),
+            Ok(cache) => {
+                if let Some(v) = cache.store.as_ref().and_then(|s| s.replaced) {
+                    crate::show!(
+                        "warning: {}: a cache of schema version {v} (an older hashrace's) was \
+                         emptied for version {SCHEMA_VERSION}; every file is hashed again",
+                        crate::quote::quoted(path)
+                    );
+                }
+                Ok(Some(cache))
+            }
             Err(OpenError::Unavailable(why)) => {
                 crate::show!(
                     "warning: {}: {why}; going on without the cache",
@@ -321,7 +330,7 @@ impl Cache {
         }
         if self.counts.damaged > 0 {
             crate::show!(
-                "warning: {}: {} entries failed their check; those files were hashed again",
+                "warning: {}: {} records failed their check; their files were hashed again",
                 crate::quote::quoted(&self.path),
                 self.counts.damaged
             );

@@ -25,24 +25,28 @@ use super::rule::{Entry, Stamp};
 pub const APPLICATION_ID: i32 = 0x4852_4331;
 
 /// `PRAGMA user_version`: the schema this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// How long a run waits for another run's write to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS files (
-    path BLOB PRIMARY KEY NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    ctime_ns INTEGER NOT NULL,
-    ino INTEGER NOT NULL,
-    dev INTEGER NOT NULL,
-    recorded_ns INTEGER NOT NULL,
-    sha256 BLOB NOT NULL,
-    row_check INTEGER NOT NULL
+/// Entries packed into one segment row at most (see [`Store::insert`]).
+const SEGMENT: usize = 1024;
+
+/// Bytes of an entry after its name: size, mtime, ctime, inode, device,
+/// recorded (8 each) and the digest.
+const FIXED: usize = 6 * 8 + 32;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS segments (
+    dir BLOB NOT NULL,
+    first BLOB NOT NULL,
+    last BLOB NOT NULL,
+    entries BLOB NOT NULL,
+    seg_check INTEGER NOT NULL,
+    PRIMARY KEY (dir, first)
 ) WITHOUT ROWID";
 
-const COLUMNS: &str = "path, size, mtime_ns, ctime_ns, ino, dev, recorded_ns, sha256, row_check";
+const COLUMNS: &str = "dir, first, last, entries, seg_check";
 
 /// Why a cache could not be used.
 #[derive(Debug)]
@@ -60,6 +64,10 @@ pub enum OpenError {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    /// The segment [`Store::get`] read last.
+    loaded: std::cell::RefCell<Option<Loaded>>,
+    /// The schema version of an older cache this open replaced.
+    pub replaced: Option<i32>,
 }
 
 /// One row to write.
@@ -153,6 +161,8 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
         let fresh = match patiently(|| inspect(&conn)).map_err(classify)? {
             Found::Ours(SCHEMA_VERSION) => false,
+            // An older hashrace's: only a cache, laid out afresh.
+            Found::Ours(v) if (1..SCHEMA_VERSION).contains(&v) => true,
             Found::Ours(v) => {
                 return Err(OpenError::Refused(format!(
                     "a cache of schema version {v}, this program uses {SCHEMA_VERSION}"
@@ -173,28 +183,38 @@ impl Store {
             .map_err(classify)?;
         conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -16384")
             .map_err(classify)?;
-        let store = Store { conn };
+        let mut store = Store {
+            conn,
+            loaded: Default::default(),
+            replaced: None,
+        };
         if fresh {
-            store.create().map_err(classify)?;
+            store.replaced = store.create().map_err(classify)?;
         }
         Ok(store)
     }
 
-    /// Lay out an empty database, unless a run that opened it at the same
-    /// time has done it first (the write lock orders the two).
-    fn create(&self) -> rusqlite::Result<()> {
+    /// Lay out an empty database, or one of an older schema (whose version
+    /// is returned: its entries are dropped), unless a run that opened it
+    /// at the same time has done it first (the write lock orders the two).
+    fn create(&self) -> rusqlite::Result<Option<i32>> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let lay_out = format!(
+            "{SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; \
+             PRAGMA user_version = {SCHEMA_VERSION}"
+        );
         let laid = match read_header(&self.conn) {
-            Ok(Found::Empty) => self.conn.execute_batch(&format!(
-                "{SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; \
-                 PRAGMA user_version = {SCHEMA_VERSION}"
-            )),
+            Ok(Found::Empty) => self.conn.execute_batch(&lay_out).map(|()| None),
+            Ok(Found::Ours(v)) if v < SCHEMA_VERSION => self
+                .conn
+                .execute_batch(&format!("DROP TABLE IF EXISTS files; {lay_out}"))
+                .map(|()| Some(v)),
             // Laid out meanwhile.
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(None),
             Err(e) => Err(e),
         };
         match laid {
-            Ok(()) => self.conn.execute_batch("COMMIT"),
+            Ok(v) => self.conn.execute_batch("COMMIT").map(|()| v),
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
                 Err(e)
@@ -202,75 +222,312 @@ impl Store {
         }
     }
 
-    /// Call `row` for every entry whose key starts with `prefix` (which ends
-    /// in `/`), in key order, until it returns false. An entry whose check
-    /// fails comes as `None`.
+    /// Call `segment` for every segment of every directory whose key starts
+    /// with `prefix` (which ends in `/`), in key order (directory, then
+    /// name), until it returns false. It gets the directory and the packed
+    /// entries ([`entries`] reads them), `None` when the segment's check
+    /// fails.
     pub fn scan(
         &self,
         prefix: &[u8],
-        mut row: impl FnMut(&[u8], Option<Entry>) -> bool,
+        mut segment: impl FnMut(&[u8], Option<&[u8]>) -> bool,
     ) -> rusqlite::Result<()> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM files WHERE path >= ?1 AND path < ?2 ORDER BY path"
+            "SELECT {COLUMNS} FROM segments WHERE dir >= ?1 AND dir < ?2 ORDER BY dir, first"
         ))?;
         let mut rows = stmt.query(params![prefix, prefix_end(prefix)])?;
         while let Some(r) = rows.next()? {
-            let key = bytes(r.get_ref(0)?).unwrap_or_default();
-            if !row(key, entry(key, r)?) {
+            let seg = Seg::of(r)?;
+            if !segment(seg.dir, seg.entries) {
                 break;
             }
         }
         Ok(())
     }
 
-    /// The entry of `key` (`Some(None)`: there is one, but its check fails).
+    /// The entry of `key` (`Some(None)`: the segment that would hold it
+    /// fails its check). The segment read last is kept, so a list of files
+    /// named in key order reads each segment once.
     pub fn get(&self, key: &[u8]) -> rusqlite::Result<Option<Option<Entry>>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM files WHERE path = ?1"))?;
-        stmt.query_row([key], |r| entry(key, r)).optional()
+        let (dir, name) = split(key);
+        let mut loaded = self.loaded.borrow_mut();
+        let held = loaded.as_ref().is_some_and(|l| l.holds(dir, name));
+        if !held {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM segments WHERE dir = ?1 AND first <= ?2 \
+                 ORDER BY first DESC LIMIT 1"
+            ))?;
+            let found = stmt
+                .query_row(params![dir, name], |r| Seg::of(r).map(|s| Loaded::of(&s)))
+                .optional()?;
+            match found {
+                Some(l) if l.holds(dir, name) => *loaded = Some(l),
+                _ => return Ok(None),
+            }
+        }
+        let l = loaded.as_ref().expect("loaded above");
+        Ok(match &l.entries {
+            None => Some(None),
+            Some(es) => es
+                .binary_search_by(|(n, _)| n.as_slice().cmp(name))
+                .ok()
+                .map(|i| Some(es[i].1)),
+        })
     }
 
-    /// Write `records` (replacing what their keys held) in one transaction.
+    /// Write `records` (replacing what their keys held; of two records of
+    /// one key, the later) in one transaction. Each directory's new entries
+    /// are merged into the segments whose names they fall among, and the
+    /// result is written back in segments of at most [`SEGMENT`] entries:
+    /// records that arrive in key order (a first run) only append.
     pub fn insert(&mut self, records: &[Record]) -> rusqlite::Result<()> {
+        let mut new: Vec<(&[u8], &[u8], &Entry)> = records
+            .iter()
+            .map(|r| {
+                let (dir, name) = split(&r.key);
+                (dir, name, &r.entry)
+            })
+            .collect();
+        // Stable: of equal keys, the later stays later.
+        new.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        self.loaded.take();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut stmt = tx.prepare_cached(&format!(
-                "INSERT OR REPLACE INTO files ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-            ))?;
-            for r in records {
-                let (s, e) = (&r.entry.stamp, &r.entry);
-                stmt.execute(params![
-                    r.key,
-                    s.size as i64,
-                    s.mtime_ns,
-                    s.ctime_ns,
-                    s.ino as i64,
-                    s.dev as i64,
-                    e.recorded_ns,
-                    &e.digest[..],
-                    row_check(&r.key, e),
-                ])?;
+        for run in new.chunk_by(|a, b| a.0 == b.0) {
+            let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
+            let old = take_overlapping(&tx, dir, lo, hi)?;
+            let mut out = Packer::new(&tx, dir)?;
+            let mut old = old.iter().peekable();
+            for (i, &(_, name, e)) in run.iter().enumerate() {
+                if run.get(i + 1).is_some_and(|next| next.1 == name) {
+                    continue; // a later record of the same key follows
+                }
+                while let Some((n, oe)) = old.next_if(|(n, _)| n.as_slice() <= name) {
+                    if n.as_slice() != name {
+                        out.push(n, oe)?;
+                    }
+                }
+                out.push(name, e)?;
             }
+            for (n, oe) in old {
+                out.push(n, oe)?;
+            }
+            out.flush()?;
         }
         tx.commit()
     }
 
     /// Delete the entries of `keys`, in one transaction.
     pub fn delete(&mut self, keys: &[Vec<u8>]) -> rusqlite::Result<()> {
+        let mut gone: Vec<(&[u8], &[u8])> = keys.iter().map(|k| split(k)).collect();
+        gone.sort_unstable();
+        gone.dedup();
+        self.loaded.take();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut stmt = tx.prepare_cached("DELETE FROM files WHERE path = ?1")?;
-            for key in keys {
-                stmt.execute([key])?;
+        for run in gone.chunk_by(|a, b| a.0 == b.0) {
+            let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
+            let old = take_overlapping(&tx, dir, lo, hi)?;
+            let mut out = Packer::new(&tx, dir)?;
+            for (n, e) in &old {
+                if run.binary_search_by(|g| g.1.cmp(n.as_slice())).is_err() {
+                    out.push(n, e)?;
+                }
             }
+            out.flush()?;
         }
         tx.commit()
     }
+}
+
+/// A key split into its directory (up to and with its last `/`) and name.
+fn split(key: &[u8]) -> (&[u8], &[u8]) {
+    let at = key.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
+    key.split_at(at)
+}
+
+/// One segment row, borrowed from the row; `entries` is `None` when the
+/// check over it fails.
+struct Seg<'r> {
+    dir: &'r [u8],
+    first: &'r [u8],
+    last: &'r [u8],
+    entries: Option<&'r [u8]>,
+}
+
+impl<'r> Seg<'r> {
+    /// The segment in row `r` (selected as [`COLUMNS`]).
+    fn of(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<Seg<'r>> {
+        let blob = |i: usize| r.get_ref(i).map(|v| bytes(v).unwrap_or_default());
+        let (dir, first, last, packed) = (blob(0)?, blob(1)?, blob(2)?, blob(3)?);
+        let check: Option<i64> = r.get(4).ok();
+        let ok = check == Some(seg_check(dir, first, last, packed));
+        Ok(Seg {
+            dir,
+            first,
+            last,
+            entries: ok.then_some(packed),
+        })
+    }
+}
+
+/// The segment [`Store::get`] read last, unpacked.
+#[derive(Debug)]
+struct Loaded {
+    dir: Vec<u8>,
+    first: Vec<u8>,
+    last: Vec<u8>,
+    /// `None`: it failed its check.
+    entries: Option<Vec<(Vec<u8>, Entry)>>,
+}
+
+impl Loaded {
+    fn of(s: &Seg<'_>) -> Loaded {
+        Loaded {
+            dir: s.dir.to_vec(),
+            first: s.first.to_vec(),
+            last: s.last.to_vec(),
+            entries: s
+                .entries
+                .map(|p| entries(p).map(|(n, e)| (n.to_vec(), e)).collect()),
+        }
+    }
+
+    /// Whether `name` of `dir` falls among this segment's names.
+    fn holds(&self, dir: &[u8], name: &[u8]) -> bool {
+        self.dir == dir && self.first.as_slice() <= name && name <= self.last.as_slice()
+    }
+}
+
+/// Read and delete the segments of `dir` whose names overlap `lo..=hi`,
+/// returning their entries in name order (a damaged segment's are dropped:
+/// its files were misses, and are recorded again).
+fn take_overlapping(
+    conn: &Connection,
+    dir: &[u8],
+    lo: &[u8],
+    hi: &[u8],
+) -> rusqlite::Result<Vec<(Vec<u8>, Entry)>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM segments WHERE dir = ?1 AND first <= ?3 AND last >= ?2 \
+         AND first >= coalesce((SELECT max(first) FROM segments WHERE dir = ?1 AND first <= ?2), x'') \
+         ORDER BY first"
+    ))?;
+    let mut old = Vec::new();
+    let mut firsts = Vec::new();
+    let mut rows = stmt.query(params![dir, lo, hi])?;
+    while let Some(r) = rows.next()? {
+        let seg = Seg::of(r)?;
+        firsts.push(seg.first.to_vec());
+        if let Some(p) = seg.entries {
+            old.extend(entries(p).map(|(n, e)| (n.to_vec(), e)));
+        }
+    }
+    let mut del = conn.prepare_cached("DELETE FROM segments WHERE dir = ?1 AND first = ?2")?;
+    for first in firsts {
+        del.execute(params![dir, first])?;
+    }
+    Ok(old)
+}
+
+/// Entries of one directory packed into segments of at most [`SEGMENT`],
+/// each written as a row when full (and by [`Packer::flush`]).
+struct Packer<'c> {
+    stmt: rusqlite::CachedStatement<'c>,
+    dir: &'c [u8],
+    packed: Vec<u8>,
+    n: usize,
+    first: Vec<u8>,
+    last: Vec<u8>,
+}
+
+impl<'c> Packer<'c> {
+    fn new(conn: &'c Connection, dir: &'c [u8]) -> rusqlite::Result<Packer<'c>> {
+        Ok(Packer {
+            stmt: conn.prepare_cached(&format!(
+                "INSERT OR REPLACE INTO segments ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
+            ))?,
+            dir,
+            packed: Vec::new(),
+            n: 0,
+            first: Vec::new(),
+            last: Vec::new(),
+        })
+    }
+
+    /// Add the entry of `name`, the greatest so far.
+    fn push(&mut self, name: &[u8], e: &Entry) -> rusqlite::Result<()> {
+        if self.n == 0 {
+            self.first.clear();
+            self.first.extend_from_slice(name);
+        }
+        self.last.clear();
+        self.last.extend_from_slice(name);
+        pack(&mut self.packed, name, e);
+        self.n += 1;
+        if self.n == SEGMENT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the segment being packed, if it holds anything.
+    fn flush(&mut self) -> rusqlite::Result<()> {
+        if self.n == 0 {
+            return Ok(());
+        }
+        let check = seg_check(self.dir, &self.first, &self.last, &self.packed);
+        self.stmt
+            .execute(params![self.dir, self.first, self.last, self.packed, check])?;
+        self.packed.clear();
+        self.n = 0;
+        Ok(())
+    }
+}
+
+/// Append the entry of `name` to `out`: the name's length (u32 LE), the
+/// name, then size, mtime, ctime, inode, device, recorded (8 bytes LE each)
+/// and the digest.
+fn pack(out: &mut Vec<u8>, name: &[u8], e: &Entry) {
+    let s = &e.stamp;
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name);
+    for n in [s.size, s.mtime_ns as u64, s.ctime_ns as u64, s.ino, s.dev] {
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out.extend_from_slice(&e.recorded_ns.to_le_bytes());
+    out.extend_from_slice(&e.digest);
+}
+
+/// The entries packed in a segment (see [`pack`]), in name order. Stops at
+/// the first that does not parse (one that passed its check always does).
+pub fn entries(packed: &[u8]) -> impl Iterator<Item = (&[u8], Entry)> + '_ {
+    let mut rest = packed;
+    std::iter::from_fn(move || {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if tail.len() < len.checked_add(FIXED)? {
+            return None;
+        }
+        let (name, tail) = tail.split_at(len);
+        let (fixed, tail) = tail.split_at(FIXED);
+        rest = tail;
+        let n = |i: usize| u64::from_le_bytes(fixed[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        let entry = Entry {
+            stamp: Stamp {
+                size: n(0),
+                mtime_ns: n(1) as i64,
+                ctime_ns: n(2) as i64,
+                ino: n(3),
+                dev: n(4),
+            },
+            recorded_ns: n(5) as i64,
+            digest: fixed[48..].try_into().expect("32 bytes"),
+        };
+        Some((name, entry))
+    })
 }
 
 /// The first key past every key that starts with `prefix` (which ends in
@@ -282,27 +539,6 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     end
 }
 
-/// The entry in row `r` of `key`, `None` if its check fails.
-fn entry(key: &[u8], r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Entry>> {
-    let digest: [u8; 32] = match bytes(r.get_ref(7)?).map(<[u8; 32]>::try_from) {
-        Some(Ok(d)) => d,
-        _ => return Ok(None),
-    };
-    let e = Entry {
-        stamp: Stamp {
-            size: r.get::<_, i64>(1)? as u64,
-            mtime_ns: r.get(2)?,
-            ctime_ns: r.get(3)?,
-            ino: r.get::<_, i64>(4)? as u64,
-            dev: r.get::<_, i64>(5)? as u64,
-        },
-        recorded_ns: r.get(6)?,
-        digest,
-    };
-    let check: i64 = r.get(8)?;
-    Ok((check == row_check(key, &e)).then_some(e))
-}
-
 /// The bytes of a blob (or text) value; `None` for anything else.
 fn bytes(v: rusqlite::types::ValueRef<'_>) -> Option<&[u8]> {
     use rusqlite::types::ValueRef;
@@ -312,18 +548,15 @@ fn bytes(v: rusqlite::types::ValueRef<'_>) -> Option<&[u8]> {
     }
 }
 
-/// A check over every field of a row: the first 8 bytes of the SHA-256 of
-/// them all. A flipped bit anywhere in a row makes it a miss, not a lie.
-pub fn row_check(key: &[u8], e: &Entry) -> i64 {
-    let s = &e.stamp;
+/// A check over every field of a segment: the first 8 bytes of the SHA-256
+/// of them all, each field after its length (u64 LE). A flipped bit
+/// anywhere makes its files misses, not lies.
+pub fn seg_check(dir: &[u8], first: &[u8], last: &[u8], packed: &[u8]) -> i64 {
     let mut h = Sha256::new();
-    h.update((key.len() as u64).to_le_bytes());
-    h.update(key);
-    for n in [s.size, s.mtime_ns as u64, s.ctime_ns as u64, s.ino, s.dev] {
-        h.update(n.to_le_bytes());
+    for field in [dir, first, last, packed] {
+        h.update((field.len() as u64).to_le_bytes());
+        h.update(field);
     }
-    h.update(e.recorded_ns.to_le_bytes());
-    h.update(e.digest);
     let d = h.finalize();
     i64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
 }
@@ -349,8 +582,22 @@ mod tests {
         }
     }
 
+    /// Every entry under `prefix`, as (key, entry), from a scan.
+    fn scanned(s: &Store, prefix: &[u8]) -> Vec<(Vec<u8>, Option<Entry>)> {
+        let mut seen = Vec::new();
+        s.scan(prefix, |dir, packed| {
+            match packed {
+                Some(p) => seen.extend(entries(p).map(|(n, e)| ([dir, n].concat(), Some(e)))),
+                None => seen.push((dir.to_vec(), None)),
+            }
+            true
+        })
+        .unwrap();
+        seen
+    }
+
     #[test]
-    fn rows_come_back_as_written_and_a_scan_stays_under_its_prefix() {
+    fn entries_come_back_as_written_and_a_scan_stays_under_its_prefix() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(&dir.path().join("c")).unwrap();
         let rows = [
@@ -361,36 +608,114 @@ mod tests {
             record("/a/b-c", 5),
         ];
         s.insert(&rows).unwrap();
-        let mut seen = Vec::new();
-        s.scan(b"/a/b/", |k, e| {
-            seen.push((k.to_vec(), e.unwrap()));
-            true
-        })
-        .unwrap();
         let want: Vec<_> = rows[1..3]
             .iter()
-            .map(|r| (r.key.clone(), r.entry))
+            .map(|r| (r.key.clone(), Some(r.entry)))
             .collect();
-        assert_eq!(seen, want);
+        assert_eq!(scanned(&s, b"/a/b/"), want);
         assert_eq!(s.get(b"/a/b0").unwrap(), Some(Some(rows[3].entry)));
         assert_eq!(s.get(b"/a/z").unwrap(), None);
+        assert_eq!(
+            s.get(b"/a/b/w").unwrap(),
+            None,
+            "before the segment's first"
+        );
         s.delete(&[b"/a/b0".to_vec()]).unwrap();
         assert_eq!(s.get(b"/a/b0").unwrap(), None);
+        assert_eq!(s.get(b"/a/b-c").unwrap(), Some(Some(rows[4].entry)));
         // Reopened: still ours.
         drop(s);
         let s = Store::open(&dir.path().join("c")).unwrap();
         assert_eq!(s.get(b"/a/b").unwrap(), Some(Some(rows[0].entry)));
     }
 
+    /// A small deterministic generator (xorshift), for the model test.
+    fn xorshift(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
     #[test]
-    fn a_row_changed_behind_our_back_fails_its_check() {
+    fn merged_inserts_and_deletes_agree_with_a_plain_map() {
+        // Batches out of key order, repeated keys, deletions, spread over
+        // directories of several segments: the store must hold what a map
+        // would, in key order, in segments of at most SEGMENT entries.
         let dir = tempfile::tempdir().unwrap();
         let mut s = Store::open(&dir.path().join("c")).unwrap();
-        s.insert(&[record("/f", 1)]).unwrap();
-        s.conn
-            .execute("UPDATE files SET sha256 = zeroblob(32)", [])
+        let mut model = std::collections::BTreeMap::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..12u8 {
+            let batch: Vec<Record> = (0..1500)
+                .map(|_| {
+                    let r = xorshift(&mut x);
+                    record(&format!("/t/d{}/f{:05}", r % 3, (r >> 8) % 4000), round)
+                })
+                .collect();
+            s.insert(&batch).unwrap();
+            for r in &batch {
+                model.insert(r.key.clone(), r.entry);
+            }
+            let gone: Vec<Vec<u8>> = (0..200)
+                .map(|_| {
+                    let r = xorshift(&mut x);
+                    format!("/t/d{}/f{:05}", r % 3, (r >> 8) % 4000).into_bytes()
+                })
+                .collect();
+            s.delete(&gone).unwrap();
+            for k in &gone {
+                model.remove(k);
+            }
+        }
+        let want: Vec<_> = model.iter().map(|(k, e)| (k.clone(), Some(*e))).collect();
+        assert_eq!(scanned(&s, b"/t/"), want);
+        for (k, e) in model.iter().step_by(97) {
+            assert_eq!(s.get(k).unwrap(), Some(Some(*e)));
+        }
+        let most: i64 = s
+            .conn
+            .query_row("SELECT max(length(entries)) FROM segments", [], |r| {
+                r.get(0)
+            })
             .unwrap();
-        assert_eq!(s.get(b"/f").unwrap(), Some(None));
+        let per_entry = (4 + "f00000".len() + FIXED) as i64;
+        assert!(most <= SEGMENT as i64 * per_entry, "{most}");
+    }
+
+    #[test]
+    fn a_segment_changed_behind_our_back_fails_its_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("c")).unwrap();
+        s.insert(&[record("/d/f", 1), record("/d/g", 2)]).unwrap();
+        s.conn
+            .execute("UPDATE segments SET entries = entries || x'00'", [])
+            .unwrap();
+        assert_eq!(s.get(b"/d/f").unwrap(), Some(None));
+        assert_eq!(scanned(&s, b"/d/"), [(b"/d/".to_vec(), None)]);
+        // Recorded again: the damaged segment is replaced.
+        s.insert(&[record("/d/f", 3)]).unwrap();
+        assert_eq!(s.get(b"/d/f").unwrap(), Some(Some(record("/d/f", 3).entry)));
+        assert_eq!(s.get(b"/d/g").unwrap(), None);
+    }
+
+    #[test]
+    fn an_older_schema_of_ours_is_laid_out_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TABLE files (path BLOB PRIMARY KEY); INSERT INTO files VALUES (x'2f66'); \
+                 PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1"
+            ))
+            .unwrap();
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.replaced, Some(1));
+        s.insert(&[record("/f", 1)]).unwrap();
+        assert_eq!(s.get(b"/f").unwrap(), Some(Some(record("/f", 1).entry)));
+        drop(s);
+        assert_eq!(Store::open(&path).unwrap().replaced, None);
     }
 
     #[test]
