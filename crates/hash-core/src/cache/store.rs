@@ -65,7 +65,7 @@ pub enum OpenError {
 pub struct Store {
     conn: Connection,
     /// The segment [`Store::get`] read last.
-    loaded: std::cell::RefCell<Option<Loaded>>,
+    loaded: std::cell::RefCell<Option<Box<Loaded>>>,
     /// The schema version of an older cache this open replaced.
     pub replaced: Option<i32>,
 }
@@ -258,7 +258,9 @@ impl Store {
                  ORDER BY first DESC LIMIT 1"
             ))?;
             let found = stmt
-                .query_row(params![dir, name], |r| Seg::of(r).map(|s| Loaded::of(&s)))
+                .query_row(params![dir, name], |r| {
+                    Seg::of(r).map(|s| Box::new(Loaded::of(&s)))
+                })
                 .optional()?;
             match found {
                 Some(l) if l.holds(dir, name) => *loaded = Some(l),
