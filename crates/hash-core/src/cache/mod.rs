@@ -283,7 +283,7 @@ impl Cache {
                 match Recorder::start(store) {
                     Ok(r) => self.recorder = Some(r),
                     Err(store) => {
-                        self.store = Some(store);
+                        self.store = Some(*store);
                         self.no_recorder = true;
                     }
                 }

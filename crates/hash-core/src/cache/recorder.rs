@@ -45,7 +45,7 @@ impl std::fmt::Debug for Recorder {
 impl Recorder {
     /// Start writing into `store` on a new thread; `Err` gives the store
     /// back when no thread could be started.
-    pub fn start(store: Store) -> Result<Recorder, Store> {
+    pub fn start(store: Store) -> Result<Recorder, Box<Store>> {
         let (store_tx, store_rx) = mpsc::channel::<Store>();
         let (tx, rx) = mpsc::sync_channel(QUEUED);
         let failed = Arc::new(AtomicBool::new(false));
@@ -59,7 +59,7 @@ impl Recorder {
                 let _ = store_tx.send(store);
                 Ok(Recorder { tx, thread, failed })
             }
-            Err(_) => Err(store),
+            Err(_) => Err(Box::new(store)),
         }
     }
 
