@@ -106,6 +106,9 @@ pub struct Cache {
     /// The misses, by plan index, in plan order.
     misses: Vec<(u32, Miss)>,
     pending: Vec<Record>,
+    /// Records put back into miss order before they are batched (see
+    /// [`Reorder`]).
+    reorder: Reorder,
     unseen: Vec<Vec<u8>>,
     fs: Filesystems,
     /// What happened so far.
@@ -124,6 +127,7 @@ impl Cache {
             groups: Vec::new(),
             misses: Vec::new(),
             pending: Vec::new(),
+            reorder: Reorder::default(),
             unseen: Vec::new(),
             fs: Filesystems::default(),
             counts: Counts::default(),
@@ -139,6 +143,7 @@ impl Cache {
             );
         }
         self.pending.clear();
+        self.reorder = Reorder::default();
     }
 
     /// Open the cache at `path` for a run: `Ok(None)` when it cannot be
@@ -238,13 +243,28 @@ impl Cache {
     /// Take the outcome of the `k`-th miss, `job`: record its digest if the file held still while it was read
     /// and is not too fresh to trust; say so if it did not hold still.
     pub fn hashed(&mut self, k: usize, job: &Job, outcome: &Outcome, progress: Option<&Progress>) {
-        let Ok(d) = outcome else { return };
+        let record = self.record(k, job, outcome, progress);
+        self.reorder.put(k, record, &mut self.pending);
+        if self.pending.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    /// What to record of the `k`-th miss, `job`, if anything.
+    fn record(
+        &mut self,
+        k: usize,
+        job: &Job,
+        outcome: &Outcome,
+        progress: Option<&Progress>,
+    ) -> Option<Record> {
+        let Ok(d) = outcome else { return None };
         let miss = self.misses[k].1;
         // The hasher stamped the descriptor it read when it was opened and
         // after its last byte (the read policy asks for it when there is a
         // cache); without stamps there is nothing to vouch for.
         let (Some(held), Some(group)) = (d.held, self.groups.get(miss.group as usize)) else {
-            return;
+            return None;
         };
         let (before, after) = (held.opened, held.read);
         let rules = self.fs.rules(job.dir.as_ref(), &job.path, after.dev);
@@ -252,24 +272,21 @@ impl Cache {
             self.counts.changed += 1;
             let why = io::Error::other("changed while being read");
             crate::diag::path_error(&Error::new(job.path.clone(), ErrorKind::Io(why)), progress);
-            return;
+            return None;
         }
         let recording = self.recorder.as_ref().is_some_and(|r| !r.failed());
         let writable = self.store.is_some() || recording;
         if !writable || rule::racy(&before, self.recorded_ns, rules) {
-            return; // too fresh: the next run records it
+            return None; // too fresh: the next run records it
         }
-        self.pending.push(Record {
+        Some(Record {
             key: group.key(job),
             entry: Entry {
                 stamp: before,
                 digest: d.digest,
                 recorded_ns: self.recorded_ns,
             },
-        });
-        if self.pending.len() >= BATCH {
-            self.flush();
-        }
+        })
     }
 
     /// Hand the records waiting for their batch to the recorder (started
@@ -319,6 +336,7 @@ impl Cache {
     /// entries noted by [`Cache::lookup`]. An interrupted or failed run
     /// prunes nothing.
     pub fn finish(&mut self, succeeded: bool) -> Counts {
+        self.reorder.drain(&mut self.pending);
         self.flush();
         self.join_recorder();
         let unseen = std::mem::take(&mut self.unseen);
@@ -339,10 +357,114 @@ impl Cache {
     }
 }
 
+/// Misses held out of order at most before the earliest is given up on.
+const REORDER_WINDOW: usize = 1 << 16;
+
+/// Puts records back into miss order (which is key order) before they are
+/// batched. Parallel readers finish files out of order, a few thousand
+/// apart on a warm tree of small files; batches of such records would each
+/// touch many directories' segments, some of them twice (see
+/// [`Store::insert`]), while in key order each batch only appends. A miss
+/// that is still out after [`REORDER_WINDOW`] later ones (a stalled read)
+/// is not waited for: its record, if any, goes in a later batch.
+#[derive(Debug, Default)]
+struct Reorder {
+    /// The miss of `held[0]`.
+    base: usize,
+    /// From miss `base` on: `None` while not back, then what it records.
+    held: std::collections::VecDeque<Option<Option<Record>>>,
+}
+
+impl Reorder {
+    /// Miss `k` is back with `record`; move what is now in order to `out`.
+    fn put(&mut self, k: usize, record: Option<Record>, out: &mut Vec<Record>) {
+        if k < self.base {
+            out.extend(record); // given up on: goes now
+            return;
+        }
+        let at = k - self.base;
+        if self.held.len() <= at {
+            self.held.resize_with(at + 1, || None);
+        }
+        self.held[at] = Some(record);
+        while let Some(Some(_)) = self.held.front() {
+            out.extend(self.held.pop_front().flatten().flatten());
+            self.base += 1;
+        }
+        while self.held.len() > REORDER_WINDOW {
+            out.extend(self.held.pop_front().flatten().flatten());
+            self.base += 1;
+        }
+    }
+
+    /// Move every record held to `out` (the run is ending).
+    fn drain(&mut self, out: &mut Vec<Record>) {
+        self.base += self.held.len();
+        out.extend(self.held.drain(..).flatten().flatten());
+    }
+}
+
 /// Our clock, in nanoseconds since the epoch.
 fn now_ns() -> i64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     i64::try_from(t.as_nanos()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: usize) -> Record {
+        Record {
+            key: n.to_string().into_bytes(),
+            entry: Entry {
+                stamp: rule::Stamp {
+                    size: n as u64,
+                    mtime_ns: 0,
+                    ctime_ns: 0,
+                    ino: 0,
+                    dev: 0,
+                },
+                digest: [0; 32],
+                recorded_ns: 0,
+            },
+        }
+    }
+
+    fn sizes(out: &[Record]) -> Vec<u64> {
+        out.iter().map(|r| r.entry.stamp.size).collect()
+    }
+
+    #[test]
+    fn records_leave_in_miss_order_and_a_stalled_miss_is_not_waited_for() {
+        let mut r = Reorder::default();
+        let mut out = Vec::new();
+        r.put(2, Some(record(2)), &mut out);
+        r.put(1, None, &mut out); // hashed, nothing to record
+        assert!(out.is_empty(), "miss 0 is not back");
+        r.put(0, Some(record(0)), &mut out);
+        r.put(3, Some(record(3)), &mut out);
+        assert_eq!(sizes(&out), [0, 2, 3]);
+        // Miss 4 stalls: the window fills behind it, then it is passed.
+        out.clear();
+        for k in 5..6 + REORDER_WINDOW {
+            r.put(k, Some(record(k)), &mut out);
+        }
+        assert_eq!(
+            sizes(&out).first(),
+            Some(&5),
+            "the earliest went once 4 was given up"
+        );
+        r.put(4, Some(record(4)), &mut out);
+        assert_eq!(sizes(&out).last(), Some(&4), "a late record still goes");
+        let mut rest = Vec::new();
+        r.drain(&mut rest);
+        let mut all = sizes(&out);
+        all.extend(sizes(&rest));
+        all.sort_unstable();
+        let want: Vec<u64> = (4..6 + REORDER_WINDOW as u64).collect();
+        assert_eq!(all, want, "every record exactly once");
+    }
 }
