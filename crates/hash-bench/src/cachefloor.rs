@@ -8,10 +8,10 @@
 //!   lookup beyond the last name), on `-j` threads: what an unchanged file costs
 //!   at least, since only its metadata can say it is unchanged;
 //! - **fstat**: one `fstat` of an open file, the second stamp a hashed file needs;
-//! - **insert**: one row per file, with the cache's columns and key (absolute
-//!   path bytes), into a fresh SQLite table in one prepared statement,
-//!   batched as the cache batches, with no row check: what recording a file
-//!   costs at least with SQLite.
+//! - **record**: every file's record (key: absolute path bytes) written into a
+//!   fresh cache by the cache's own store, in key order and in the cache's
+//!   batches: segments of a directory's entries, packed and checked, one
+//!   transaction a batch. What recording a file costs, on one thread.
 //!
 //! CPU time is the process's (`getrusage`), so a step on two threads reports
 //! both threads' time.
@@ -153,42 +153,43 @@ fn fstat_cost(listing: &Listing) -> Result<f64> {
     Ok(cost.cpu / CALLS as f64)
 }
 
-/// Rows per transaction: the cache's batch.
+/// Records per transaction: the cache's batch.
 const BATCH: usize = 4096;
 
 fn insert_all(keys: &[Vec<u8>], scratch: &Path) -> Result<()> {
+    use hash_core::cache::rule::{Entry, Stamp};
+    use hash_core::cache::store::{Record, Store};
     let path = scratch.join(format!("hashrace-cache-floor-{}.db", std::process::id()));
-    let result = (|| -> rusqlite::Result<()> {
-        let conn = rusqlite::Connection::open(&path)?;
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
-        conn.execute_batch(
-            "PRAGMA synchronous = NORMAL;
-             CREATE TABLE files (path BLOB PRIMARY KEY NOT NULL, size INTEGER NOT NULL,
-                 mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL,
-                 dev INTEGER NOT NULL, recorded_ns INTEGER NOT NULL, sha256 BLOB NOT NULL,
-                 row_check INTEGER NOT NULL) WITHOUT ROWID",
-        )?;
-        for chunk in keys.chunks(BATCH) {
-            let tx = conn.unchecked_transaction()?;
-            {
-                let mut st =
-                    tx.prepare_cached("INSERT INTO files VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)")?;
-                for (i, key) in chunk.iter().enumerate() {
-                    let n = i as i64;
-                    st.execute(rusqlite::params![
-                        key,
-                        64,
-                        n,
-                        n,
-                        n,
-                        2049,
-                        n,
-                        &[7u8; 32][..],
-                        n
-                    ])?;
-                }
-            }
-            tx.commit()?;
+    let result = (|| -> Result<()> {
+        let mut store = Store::open(&path).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        // Like a file written a day before it is recorded.
+        let t = 1_764_000_000_000_000_000i64;
+        for (c, chunk) in keys.chunks(BATCH).enumerate() {
+            let records: Vec<Record> = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, key)| {
+                    let n = (c * BATCH + i) as u64;
+                    let stamp = Stamp {
+                        size: 64,
+                        mtime_ns: t + n as i64 * 1_000,
+                        ctime_ns: t + n as i64 * 1_000,
+                        ino: 1_000_000 + n,
+                        dev: 2049,
+                    };
+                    let mut digest = [0u8; 32];
+                    digest[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+                    Record {
+                        key: key.clone(),
+                        entry: Entry {
+                            stamp,
+                            digest,
+                            recorded_ns: t + 86_400_000_000_000,
+                        },
+                    }
+                })
+                .collect();
+            store.insert(&records)?;
         }
         Ok(())
     })();
@@ -197,7 +198,7 @@ fn insert_all(keys: &[Vec<u8>], scratch: &Path) -> Result<()> {
         p.push(suffix);
         let _ = std::fs::remove_file(p);
     }
-    result.context("SQLite insert")
+    result.context("recording into a cache")
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ enum Cmd {
     /// Reference: open + read + close every regular file (walk included), no hashing.
     ReadFloor(ReadFloorArgs),
     /// Reference: the least work a --cache run does on a tree (walk, stat per file,
-    /// fstat, SQLite insert per row), each piece timed alone.
+    /// fstat, recording a file in the cache), each piece timed alone.
     CacheFloor(CacheFloorArgs),
     /// Check the progress line's time left: each binary hashes a tree with --progress,
     /// cold and warm; the line drawn at 40 % of the run against the time really left.
@@ -440,7 +440,7 @@ fn cache_floor(a: CacheFloorArgs) -> Result<()> {
     );
     println!("  fstat of an open file: {:.3} µs CPU", f.fstat_each * 1e6);
     println!(
-        "  SQLite insert, a row per file: {:.3} s wall, {:.3} s CPU ({:.3} µs CPU a row)",
+        "  record (the cache's store, key order): {:.3} s wall, {:.3} s CPU ({:.3} µs CPU a file)",
         f.insert.wall,
         f.insert.cpu,
         per(f.insert)

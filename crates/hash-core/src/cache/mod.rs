@@ -40,7 +40,7 @@ mod key;
 mod lookup;
 mod recorder;
 pub mod rule;
-mod store;
+pub mod store;
 
 pub use store::{OpenError, APPLICATION_ID, SCHEMA_VERSION};
 
