@@ -158,38 +158,33 @@ const BATCH: usize = 4096;
 
 fn insert_all(keys: &[Vec<u8>], scratch: &Path) -> Result<()> {
     use hash_core::cache::rule::{Entry, Stamp};
-    use hash_core::cache::store::{Record, Store};
+    use hash_core::cache::store::{Batch, Store};
     let path = scratch.join(format!("hashrace-cache-floor-{}.db", std::process::id()));
     let result = (|| -> Result<()> {
         let mut store = Store::open(&path).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         // Like a file written a day before it is recorded.
         let t = 1_764_000_000_000_000_000i64;
         for (c, chunk) in keys.chunks(BATCH).enumerate() {
-            let records: Vec<Record> = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, key)| {
-                    let n = (c * BATCH + i) as u64;
-                    let stamp = Stamp {
-                        size: 64,
-                        mtime_ns: t + n as i64 * 1_000,
-                        ctime_ns: t + n as i64 * 1_000,
-                        ino: 1_000_000 + n,
-                        dev: 2049,
-                    };
-                    let mut digest = [0u8; 32];
-                    digest[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
-                    Record {
-                        key: key.clone(),
-                        entry: Entry {
-                            stamp,
-                            digest,
-                            recorded_ns: t + 86_400_000_000_000,
-                        },
-                    }
-                })
-                .collect();
-            store.insert(&records)?;
+            let mut batch = Batch::default();
+            for (i, key) in chunk.iter().enumerate() {
+                let n = (c * BATCH + i) as u64;
+                let stamp = Stamp {
+                    size: 64,
+                    mtime_ns: t + n as i64 * 1_000,
+                    ctime_ns: t + n as i64 * 1_000,
+                    ino: 1_000_000 + n,
+                    dev: 2049,
+                };
+                let mut digest = [0u8; 32];
+                digest[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+                let entry = Entry {
+                    stamp,
+                    digest,
+                    recorded_ns: t + 86_400_000_000_000,
+                };
+                batch.push(&[key], entry);
+            }
+            store.insert(&batch)?;
         }
         Ok(())
     })();

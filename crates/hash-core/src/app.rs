@@ -335,15 +335,19 @@ fn run_cached(
     let (engine, reading, progress) = (how.engine, how.reading, how.progress);
     if misses == files.len() {
         // Nothing answered (a first run): the plan itself, no copy.
-        return run_plan(engine, files, reading, &mut |i, outcome| {
-            cache.hashed(i, &files[i], &outcome, progress);
+        let ran = run_plan(engine, files, reading, &mut |i, outcome| {
+            cache.hashed(i, files, &outcome, progress);
             sink(i, outcome)
         });
+        cache.settle(files);
+        return ran;
     }
     let jobs: Vec<Job> = (0..misses).map(|k| files[cache.miss(k)].clone()).collect();
-    run_plan(engine, &jobs, reading, &mut |k, outcome| {
+    let ran = run_plan(engine, &jobs, reading, &mut |k, outcome| {
         let i = cache.miss(k);
-        cache.hashed(k, &files[i], &outcome, progress);
+        cache.hashed(k, files, &outcome, progress);
         sink(i, outcome)
-    })
+    });
+    cache.settle(files);
+    ran
 }

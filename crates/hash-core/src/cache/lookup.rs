@@ -2,13 +2,14 @@
 //!
 //! This thread reads the cache in key order, one sequential scan per
 //! directory root (a point query per file named on its own), and pairs each
-//! planned file with its entry; files whose key no entry has get none (and
-//! are misses without a `stat`). The pairs go in chunks to `stat` threads,
-//! since a million `stat` calls are most of the work and parallel; their
-//! verdicts come back here, where they
-//! are handed on (the unchanged files' digests to the writer). The scan of a
-//! directory root also names its entries that the walk did not see: the
-//! candidates for pruning.
+//! planned file with its entry, directory by directory (the cache keeps a
+//! directory's entries together, in name order); files whose key no entry
+//! has get none (and are misses without a `stat`). The pairs go in chunks
+//! to `stat` threads, since a million `stat` calls are most of the work and
+//! parallel; their verdicts come back here, where they are handed on (the
+//! unchanged files' digests to the writer). The scan of a directory root
+//! also names its entries that the walk did not see: the candidates for
+//! pruning.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -188,7 +189,10 @@ fn produce(
 ) -> Scanned {
     let mut scanned = Scanned::default();
     for (g, group) in groups.iter().enumerate() {
-        let lists = if group.scan {
+        // A root the cache holds nothing under (a first run) needs no
+        // pairing: every file is a miss, and there is nothing to prune.
+        let empty = group.scan && scanned.error.is_none() && !store.holds_any(&group.prefix);
+        let lists = if group.scan && !empty {
             by_dir(files, group)
         } else {
             vec![(Vec::new(), group.jobs.clone())]
@@ -203,7 +207,7 @@ fn produce(
             push: &mut *push,
             go: true,
         };
-        if scanned.error.is_none() {
+        if scanned.error.is_none() && !empty {
             let res = if group.scan {
                 pairing.merge(store, prune, &mut scanned)
             } else {

@@ -48,7 +48,7 @@ use key::Group;
 use lookup::{Filesystems, Verdict};
 use recorder::Recorder;
 use rule::Entry;
-use store::{Record, Store};
+use store::{Batch, Store};
 
 /// Records written in one transaction.
 const BATCH: usize = 4096;
@@ -105,10 +105,10 @@ pub struct Cache {
     groups: Vec<Group>,
     /// The misses, by plan index, in plan order.
     misses: Vec<(u32, Miss)>,
-    pending: Vec<Record>,
+    pending: Batch,
     /// Records put back into miss order before they are batched (see
     /// [`Reorder`]).
-    reorder: Reorder,
+    reorder: Reorder<Entry>,
     unseen: Vec<Vec<u8>>,
     fs: Filesystems,
     /// What happened so far.
@@ -126,7 +126,7 @@ impl Cache {
             recorded_ns: 0,
             groups: Vec::new(),
             misses: Vec::new(),
-            pending: Vec::new(),
+            pending: Batch::default(),
             reorder: Reorder::default(),
             unseen: Vec::new(),
             fs: Filesystems::default(),
@@ -142,7 +142,7 @@ impl Cache {
                 crate::quote::quoted(&self.path)
             );
         }
-        self.pending.clear();
+        self.pending = Batch::default();
         self.reorder = Reorder::default();
     }
 
@@ -240,14 +240,45 @@ impl Cache {
         self.misses[k].0 as usize
     }
 
-    /// Take the outcome of the `k`-th miss, `job`: record its digest if the file held still while it was read
-    /// and is not too fresh to trust; say so if it did not hold still.
-    pub fn hashed(&mut self, k: usize, job: &Job, outcome: &Outcome, progress: Option<&Progress>) {
-        let record = self.record(k, job, outcome, progress);
-        self.reorder.put(k, record, &mut self.pending);
+    /// Take the outcome of the `k`-th miss (of `files`, the plan): record
+    /// its digest if the file held still while it was read and is not too
+    /// fresh to trust; say so if it did not hold still.
+    pub fn hashed(
+        &mut self,
+        k: usize,
+        files: &[Job],
+        outcome: &Outcome,
+        progress: Option<&Progress>,
+    ) {
+        let entry = self.record(k, &files[self.miss(k)], outcome, progress);
+        let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
+        self.reorder.put(k, entry, &mut |k, e| {
+            batch_up(
+                pending,
+                &files[misses[k].0 as usize],
+                groups,
+                misses[k].1,
+                e,
+            );
+        });
         if self.pending.len() >= BATCH {
             self.flush();
         }
+    }
+
+    /// Batch every record still held for key order (the hashing is over:
+    /// nothing more will come). `files` is the plan.
+    pub fn settle(&mut self, files: &[Job]) {
+        let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
+        self.reorder.drain(&mut |k, e| {
+            batch_up(
+                pending,
+                &files[misses[k].0 as usize],
+                groups,
+                misses[k].1,
+                e,
+            );
+        });
     }
 
     /// What to record of the `k`-th miss, `job`, if anything.
@@ -257,13 +288,13 @@ impl Cache {
         job: &Job,
         outcome: &Outcome,
         progress: Option<&Progress>,
-    ) -> Option<Record> {
+    ) -> Option<Entry> {
         let Ok(d) = outcome else { return None };
         let miss = self.misses[k].1;
         // The hasher stamped the descriptor it read when it was opened and
         // after its last byte (the read policy asks for it when there is a
         // cache); without stamps there is nothing to vouch for.
-        let (Some(held), Some(group)) = (d.held, self.groups.get(miss.group as usize)) else {
+        let (Some(held), Some(_)) = (d.held, self.groups.get(miss.group as usize)) else {
             return None;
         };
         let (before, after) = (held.opened, held.read);
@@ -279,13 +310,10 @@ impl Cache {
         if !writable || rule::racy(&before, self.recorded_ns, rules) {
             return None; // too fresh: the next run records it
         }
-        Some(Record {
-            key: group.key(job),
-            entry: Entry {
-                stamp: before,
-                digest: d.digest,
-                recorded_ns: self.recorded_ns,
-            },
+        Some(Entry {
+            stamp: before,
+            digest: d.digest,
+            recorded_ns: self.recorded_ns,
         })
     }
 
@@ -336,7 +364,6 @@ impl Cache {
     /// entries noted by [`Cache::lookup`]. An interrupted or failed run
     /// prunes nothing.
     pub fn finish(&mut self, succeeded: bool) -> Counts {
-        self.reorder.drain(&mut self.pending);
         self.flush();
         self.join_recorder();
         let unseen = std::mem::take(&mut self.unseen);
@@ -360,6 +387,13 @@ impl Cache {
 /// Misses held out of order at most before the earliest is given up on.
 const REORDER_WINDOW: usize = 1 << 16;
 
+/// Add the record `entry` of `job` (a miss of group `miss.group`) to `batch`.
+fn batch_up(batch: &mut Batch, job: &Job, groups: &[Group], miss: Miss, entry: Entry) {
+    if let Some(group) = groups.get(miss.group as usize) {
+        batch.push(&[&group.prefix, job.rel_path()], entry);
+    }
+}
+
 /// Puts records back into miss order (which is key order) before they are
 /// batched. Parallel readers finish files out of order, a few thousand
 /// apart on a warm tree of small files; batches of such records would each
@@ -367,19 +401,31 @@ const REORDER_WINDOW: usize = 1 << 16;
 /// [`Store::insert`]), while in key order each batch only appends. A miss
 /// that is still out after [`REORDER_WINDOW`] later ones (a stalled read)
 /// is not waited for: its record, if any, goes in a later batch.
-#[derive(Debug, Default)]
-struct Reorder {
+#[derive(Debug)]
+struct Reorder<T> {
     /// The miss of `held[0]`.
     base: usize,
     /// From miss `base` on: `None` while not back, then what it records.
-    held: std::collections::VecDeque<Option<Option<Record>>>,
+    held: std::collections::VecDeque<Option<Option<T>>>,
 }
 
-impl Reorder {
-    /// Miss `k` is back with `record`; move what is now in order to `out`.
-    fn put(&mut self, k: usize, record: Option<Record>, out: &mut Vec<Record>) {
+impl<T> Default for Reorder<T> {
+    fn default() -> Self {
+        Reorder {
+            base: 0,
+            held: Default::default(),
+        }
+    }
+}
+
+impl<T> Reorder<T> {
+    /// Miss `k` is back with `record`; pass what is now in order to `out`
+    /// (with its miss).
+    fn put(&mut self, k: usize, record: Option<T>, out: &mut dyn FnMut(usize, T)) {
         if k < self.base {
-            out.extend(record); // given up on: goes now
+            if let Some(r) = record {
+                out(k, r); // given up on: goes now
+            }
             return;
         }
         let at = k - self.base;
@@ -387,20 +433,21 @@ impl Reorder {
             self.held.resize_with(at + 1, || None);
         }
         self.held[at] = Some(record);
-        while let Some(Some(_)) = self.held.front() {
-            out.extend(self.held.pop_front().flatten().flatten());
-            self.base += 1;
-        }
-        while self.held.len() > REORDER_WINDOW {
-            out.extend(self.held.pop_front().flatten().flatten());
+        while matches!(self.held.front(), Some(Some(_))) || self.held.len() > REORDER_WINDOW {
+            if let Some(Some(Some(r))) = self.held.pop_front() {
+                out(self.base, r);
+            }
             self.base += 1;
         }
     }
 
-    /// Move every record held to `out` (the run is ending).
-    fn drain(&mut self, out: &mut Vec<Record>) {
-        self.base += self.held.len();
-        out.extend(self.held.drain(..).flatten().flatten());
+    /// Pass every record held to `out` (the run is ending).
+    fn drain(&mut self, out: &mut dyn FnMut(usize, T)) {
+        for (i, slot) in std::mem::take(&mut self.held).into_iter().enumerate() {
+            if let Some(Some(r)) = slot {
+                out(self.base + i, r);
+            }
+        }
     }
 }
 
@@ -416,55 +463,37 @@ fn now_ns() -> i64 {
 mod tests {
     use super::*;
 
-    fn record(n: usize) -> Record {
-        Record {
-            key: n.to_string().into_bytes(),
-            entry: Entry {
-                stamp: rule::Stamp {
-                    size: n as u64,
-                    mtime_ns: 0,
-                    ctime_ns: 0,
-                    ino: 0,
-                    dev: 0,
-                },
-                digest: [0; 32],
-                recorded_ns: 0,
-            },
-        }
-    }
-
-    fn sizes(out: &[Record]) -> Vec<u64> {
-        out.iter().map(|r| r.entry.stamp.size).collect()
-    }
-
     #[test]
     fn records_leave_in_miss_order_and_a_stalled_miss_is_not_waited_for() {
-        let mut r = Reorder::default();
+        let mut r = Reorder::<usize>::default();
         let mut out = Vec::new();
-        r.put(2, Some(record(2)), &mut out);
-        r.put(1, None, &mut out); // hashed, nothing to record
+        let put = |r: &mut Reorder<usize>, k: usize, v: Option<usize>, out: &mut Vec<usize>| {
+            r.put(k, v, &mut |at, v| {
+                assert_eq!(at, v, "passed with its own miss");
+                out.push(v);
+            })
+        };
+        put(&mut r, 2, Some(2), &mut out);
+        put(&mut r, 1, None, &mut out); // hashed, nothing to record
         assert!(out.is_empty(), "miss 0 is not back");
-        r.put(0, Some(record(0)), &mut out);
-        r.put(3, Some(record(3)), &mut out);
-        assert_eq!(sizes(&out), [0, 2, 3]);
+        put(&mut r, 0, Some(0), &mut out);
+        put(&mut r, 3, Some(3), &mut out);
+        assert_eq!(out, [0, 2, 3]);
         // Miss 4 stalls: the window fills behind it, then it is passed.
         out.clear();
         for k in 5..6 + REORDER_WINDOW {
-            r.put(k, Some(record(k)), &mut out);
+            put(&mut r, k, Some(k), &mut out);
         }
         assert_eq!(
-            sizes(&out).first(),
+            out.first(),
             Some(&5),
             "the earliest went once 4 was given up"
         );
-        r.put(4, Some(record(4)), &mut out);
-        assert_eq!(sizes(&out).last(), Some(&4), "a late record still goes");
-        let mut rest = Vec::new();
-        r.drain(&mut rest);
-        let mut all = sizes(&out);
-        all.extend(sizes(&rest));
-        all.sort_unstable();
-        let want: Vec<u64> = (4..6 + REORDER_WINDOW as u64).collect();
-        assert_eq!(all, want, "every record exactly once");
+        put(&mut r, 4, Some(4), &mut out);
+        assert_eq!(out.last(), Some(&4), "a late record still goes");
+        r.drain(&mut |_, v| out.push(v));
+        out.sort_unstable();
+        let want: Vec<usize> = (4..6 + REORDER_WINDOW).collect();
+        assert_eq!(out, want, "every record exactly once");
     }
 }

@@ -14,7 +14,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::store::{Record, Store};
+use super::store::{Batch, Store};
 
 /// Batches waiting for the recorder at most.
 const QUEUED: usize = 2;
@@ -30,7 +30,7 @@ pub(super) struct Written {
 
 /// A thread writing batches of records into a store it owns meanwhile.
 pub(super) struct Recorder {
-    tx: SyncSender<Vec<Record>>,
+    tx: SyncSender<Batch>,
     thread: JoinHandle<Written>,
     /// Set when a write failed: nothing more will be written.
     failed: Arc<AtomicBool>,
@@ -69,7 +69,7 @@ impl Recorder {
     }
 
     /// Queue `batch` (waits while the recorder is [`QUEUED`] batches behind).
-    pub fn send(&self, batch: Vec<Record>) {
+    pub fn send(&self, batch: Batch) {
         // A recorder that ended early says why in `finish`.
         let _ = self.tx.send(batch);
     }
@@ -85,7 +85,7 @@ impl Recorder {
 
 /// The recorder's body: take the store, then write each batch until the
 /// channel closes.
-fn record(store: Receiver<Store>, batches: Receiver<Vec<Record>>, failed: &AtomicBool) -> Written {
+fn record(store: Receiver<Store>, batches: Receiver<Batch>, failed: &AtomicBool) -> Written {
     let mut store = store
         .recv()
         .expect("the store is sent once the thread runs");
