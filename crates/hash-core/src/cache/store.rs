@@ -827,6 +827,22 @@ mod tests {
         assert_eq!(s.get(b"/f").unwrap(), Some(Some(entry(1))));
         drop(s);
         assert_eq!(Store::open(&path).unwrap().replaced, None);
+        // A newer hashrace's cache is refused, not changed.
+        let newer = dir.path().join("newer");
+        Connection::open(&newer)
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TABLE later (x); PRAGMA application_id = {APPLICATION_ID}; \
+                 PRAGMA user_version = {}",
+                SCHEMA_VERSION + 1
+            ))
+            .unwrap();
+        let before = std::fs::read(&newer).unwrap();
+        match Store::open(&newer) {
+            Err(OpenError::Refused(why)) => assert!(why.contains("schema version"), "{why}"),
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(std::fs::read(&newer).unwrap(), before);
     }
 
     #[test]
