@@ -53,8 +53,12 @@ pub struct Scanned {
     /// Keys under a scanned root that no planned file had (only collected
     /// when asked to prune).
     pub unseen: Vec<Vec<u8>>,
-    /// Entries whose check failed (re-hashed, and replaced).
+    /// Records whose check failed (re-hashed, and replaced).
     pub damaged: u64,
+    /// Segments under a scanned root whose check failed (only collected
+    /// when asked to prune: a run that failed nothing deletes those still
+    /// there at its end, whose files were all hashed and recorded anew).
+    pub damaged_segments: Vec<super::store::Damaged>,
     /// The cache could not be read to the end: the files after are misses.
     pub error: Option<rusqlite::Error>,
 }
@@ -339,7 +343,7 @@ impl Pairing<'_, '_> {
     /// One scan under the group's prefix, merged with its files directory
     /// by directory (both in key order).
     fn merge(&mut self, store: &Store, prune: bool, scanned: &mut Scanned) -> rusqlite::Result<()> {
-        store.scan(&self.group.prefix, |dir, packed| {
+        let damaged = store.scan(&self.group.prefix, |dir, packed| {
             while self.go && self.lists.get(self.i).is_some_and(|l| l.0.as_slice() < dir) {
                 self.finish_list();
             }
@@ -358,7 +362,11 @@ impl Pairing<'_, '_> {
             }
             // With every file paired, reading on only serves pruning.
             self.go && (prune || self.i < self.lists.len())
-        })
+        })?;
+        if prune {
+            scanned.damaged_segments.extend(damaged);
+        }
+        Ok(())
     }
 
     /// A query per file.

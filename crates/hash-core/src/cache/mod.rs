@@ -50,8 +50,14 @@ use recorder::Recorder;
 use rule::Entry;
 use store::{Batch, Store};
 
-/// Records written in one transaction.
+/// Records written in one transaction, when they come in key order.
 const BATCH: usize = 4096;
+
+/// Records gathered before a transaction when they come out of key order
+/// (a run that hashes its files largest first): each batch rewrites the
+/// segments its names fall among, and scattered names fall among all of
+/// them, so such batches are made larger and fewer (about 40 MB of memory).
+const SCATTERED_BATCH: usize = 1 << 18;
 
 /// What a run did with the cache, for `--stats` and the exit status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +115,12 @@ pub struct Cache {
     /// Records put back into miss order before they are batched (see
     /// [`Reorder`]).
     reorder: Reorder<Entry>,
+    /// The miss batched last, and whether the batch being gathered has
+    /// gone back in miss order.
+    last_batched: Option<usize>,
+    scattered: bool,
     unseen: Vec<Vec<u8>>,
+    damaged_segments: Vec<store::Damaged>,
     fs: Filesystems,
     /// What happened so far.
     pub counts: Counts,
@@ -128,7 +139,10 @@ impl Cache {
             misses: Vec::new(),
             pending: Batch::default(),
             reorder: Reorder::default(),
+            last_batched: None,
+            scattered: false,
             unseen: Vec::new(),
+            damaged_segments: Vec::new(),
             fs: Filesystems::default(),
             counts: Counts::default(),
         })
@@ -217,6 +231,7 @@ impl Cache {
             });
             self.counts.damaged = scanned.damaged;
             self.unseen = scanned.unseen;
+            self.damaged_segments = scanned.damaged_segments;
             if let Some(e) = scanned.error {
                 self.give_up(&format!("cannot be read ({})", store::reason(&e)));
             }
@@ -252,17 +267,21 @@ impl Cache {
     ) {
         let entry = self.record(k, &files[self.miss(k)], outcome, progress);
         let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
+        let (last, scattered) = (&mut self.last_batched, &mut self.scattered);
         self.reorder.put(k, entry, &mut |k, e| {
-            batch_up(
-                pending,
-                &files[misses[k].0 as usize],
-                groups,
-                misses[k].1,
-                e,
-            );
+            *scattered |= last.is_some_and(|l| k < l);
+            *last = Some(k);
+            let (i, miss) = misses[k];
+            batch_up(pending, &files[i as usize], groups, miss, e);
         });
-        if self.pending.len() >= BATCH {
+        let full = if self.scattered {
+            SCATTERED_BATCH
+        } else {
+            BATCH
+        };
+        if self.pending.len() >= full {
             self.flush();
+            self.scattered = false;
         }
     }
 
@@ -373,9 +392,16 @@ impl Cache {
                 Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
             }
         }
+        let damaged = std::mem::take(&mut self.damaged_segments);
+        if let (true, false, Some(store)) = (succeeded, damaged.is_empty(), &mut self.store) {
+            if let Err(e) = store.drop_damaged(&damaged) {
+                self.give_up(&format!("cannot be written ({})", store::reason(&e)));
+            }
+        }
         if self.counts.damaged > 0 {
             crate::show!(
-                "warning: {}: {} records failed their check; their files were hashed again",
+                "warning: {}: {} damaged records (segments of a directory's entries, or a \
+                 file's) were skipped; their files were hashed again",
                 crate::quote::quoted(&self.path),
                 self.counts.damaged
             );
@@ -428,12 +454,26 @@ impl<T> Reorder<T> {
             }
             return;
         }
+        // Make room for `k` within the window by passing the earliest
+        // misses, back or not (a run that takes its files largest first
+        // finishes them in no key order at all: the window stays bounded).
+        while k - self.base >= REORDER_WINDOW {
+            match self.held.pop_front() {
+                Some(slot) => {
+                    if let Some(Some(r)) = slot {
+                        out(self.base, r);
+                    }
+                    self.base += 1;
+                }
+                None => self.base = k + 1 - REORDER_WINDOW,
+            }
+        }
         let at = k - self.base;
         if self.held.len() <= at {
             self.held.resize_with(at + 1, || None);
         }
         self.held[at] = Some(record);
-        while matches!(self.held.front(), Some(Some(_))) || self.held.len() > REORDER_WINDOW {
+        while let Some(Some(_)) = self.held.front() {
             if let Some(Some(Some(r))) = self.held.pop_front() {
                 out(self.base, r);
             }
@@ -495,5 +535,19 @@ mod tests {
         out.sort_unstable();
         let want: Vec<usize> = (4..6 + REORDER_WINDOW).collect();
         assert_eq!(out, want, "every record exactly once");
+    }
+
+    #[test]
+    fn a_miss_far_ahead_moves_the_window_instead_of_growing_it() {
+        let mut r = Reorder::<usize>::default();
+        let mut out = Vec::new();
+        r.put(1, Some(1), &mut |_, v| out.push(v));
+        r.put(10_000_000, Some(10_000_000), &mut |_, v| out.push(v));
+        assert!(r.held.len() <= REORDER_WINDOW, "{}", r.held.len());
+        assert_eq!(out, [1], "the earlier record passed when the window moved");
+        r.put(0, Some(0), &mut |_, v| out.push(v));
+        assert_eq!(out, [1, 0], "a miss behind the window goes at once");
+        r.drain(&mut |_, v| out.push(v));
+        assert_eq!(out, [1, 0, 10_000_000]);
     }
 }

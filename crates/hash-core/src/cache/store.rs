@@ -263,22 +263,49 @@ impl Store {
     /// name), until it returns false. It gets the directory and the packed
     /// entries ([`entries`] reads them), `None` when the segment's check
     /// fails.
+    /// Returns the segments that failed their check.
     pub fn scan(
         &self,
         prefix: &[u8],
         mut segment: impl FnMut(&[u8], Option<&[u8]>) -> bool,
-    ) -> rusqlite::Result<()> {
+    ) -> rusqlite::Result<Vec<Damaged>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM segments WHERE dir >= ?1 AND dir < ?2 ORDER BY dir, first"
         ))?;
         let mut rows = stmt.query(params![prefix, prefix_end(prefix)])?;
+        let mut damaged = Vec::new();
         while let Some(r) = rows.next()? {
             let seg = Seg::of(r)?;
+            if seg.entries.is_none() {
+                damaged.push(Damaged {
+                    dir: seg.dir.to_vec(),
+                    first: seg.first.to_vec(),
+                    check: r.get(4).ok(),
+                });
+            }
             if !segment(seg.dir, seg.entries) {
                 break;
             }
         }
-        Ok(())
+        Ok(damaged)
+    }
+
+    /// Delete the segments of `damaged` that are still as they were found
+    /// (a write since may have replaced one), in one transaction.
+    pub fn drop_damaged(&mut self, damaged: &[Damaged]) -> rusqlite::Result<()> {
+        self.loaded.take();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "DELETE FROM segments WHERE dir = ?1 AND first = ?2 AND seg_check IS ?3",
+            )?;
+            for d in damaged {
+                stmt.execute(params![d.dir, d.first, d.check])?;
+            }
+        }
+        tx.commit()
     }
 
     /// Whether any directory whose key starts with `prefix` (which ends in
@@ -347,7 +374,7 @@ impl Store {
         for run in new.chunk_by(|a, b| a.0 == b.0) {
             let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
             let old = take_overlapping(&tx, dir, lo, hi)?;
-            let mut out = Packer::new(&tx, dir)?;
+            let mut out = Packer::new(&tx, dir, old.len() + run.len())?;
             let mut old = old.iter().peekable();
             for (i, &(_, name, e)) in run.iter().enumerate() {
                 if run.get(i + 1).is_some_and(|next| next.1 == name) {
@@ -380,7 +407,7 @@ impl Store {
         for run in gone.chunk_by(|a, b| a.0 == b.0) {
             let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
             let old = take_overlapping(&tx, dir, lo, hi)?;
-            let mut out = Packer::new(&tx, dir)?;
+            let mut out = Packer::new(&tx, dir, old.len())?;
             for (n, e) in &old {
                 if run.binary_search_by(|g| g.1.cmp(n.as_slice())).is_err() {
                     out.push(n, e)?;
@@ -390,6 +417,15 @@ impl Store {
         }
         tx.commit()
     }
+}
+
+/// A segment that failed its check, as a scan found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    dir: Vec<u8>,
+    first: Vec<u8>,
+    /// The check it holds (`None`: not even a number).
+    check: Option<i64>,
 }
 
 /// A key split into its directory (up to and with its last `/`) and name.
@@ -451,9 +487,16 @@ impl Loaded {
     }
 }
 
-/// Read and delete the segments of `dir` whose names overlap `lo..=hi`,
-/// returning their entries in name order (a damaged segment's are dropped:
-/// its files were misses, and are recorded again).
+/// A segment smaller than this (about half full) just before the names of
+/// a write is taken into it, so that batches that end in the middle of a
+/// directory, and names added after its last, fill segments up instead of
+/// leaving small ones behind.
+const SMALL: i64 = 32 * 1024;
+
+/// Read and delete the segments of `dir` whose names overlap `lo..=hi`
+/// (and the one before them, if it is [`SMALL`]), returning their entries
+/// in name order (a damaged segment's are dropped: its files were misses,
+/// and are recorded again).
 fn take_overlapping(
     conn: &Connection,
     dir: &[u8],
@@ -461,13 +504,14 @@ fn take_overlapping(
     hi: &[u8],
 ) -> rusqlite::Result<Vec<(Vec<u8>, Entry)>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM segments WHERE dir = ?1 AND first <= ?3 AND last >= ?2 \
+        "SELECT {COLUMNS} FROM segments WHERE dir = ?1 AND first <= ?3 \
+         AND (last >= ?2 OR length(entries) < ?4) \
          AND first >= coalesce((SELECT max(first) FROM segments WHERE dir = ?1 AND first <= ?2), x'') \
          ORDER BY first"
     ))?;
     let mut old = Vec::new();
     let mut firsts = Vec::new();
-    let mut rows = stmt.query(params![dir, lo, hi])?;
+    let mut rows = stmt.query(params![dir, lo, hi, SMALL])?;
     while let Some(r) = rows.next()? {
         let seg = Seg::of(r)?;
         firsts.push(seg.first.to_vec());
@@ -489,13 +533,22 @@ struct Packer<'c> {
     dir: &'c [u8],
     packed: Vec<u8>,
     n: usize,
+    /// Entries a segment gets.
+    per: usize,
     first: Vec<u8>,
     last: Vec<u8>,
 }
 
 impl<'c> Packer<'c> {
-    fn new(conn: &'c Connection, dir: &'c [u8]) -> rusqlite::Result<Packer<'c>> {
+    /// A packer of about `total` entries of `dir`, spread evenly over as few
+    /// segments as [`SEGMENT`] allows (1,025 entries make 513 + 512, not
+    /// 1,024 + 1).
+    fn new(conn: &'c Connection, dir: &'c [u8], total: usize) -> rusqlite::Result<Packer<'c>> {
+        let per = total
+            .div_ceil(total.div_ceil(SEGMENT).max(1))
+            .clamp(1, SEGMENT);
         Ok(Packer {
+            per,
             stmt: conn.prepare_cached(&format!(
                 "INSERT OR REPLACE INTO segments ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
             ))?,
@@ -517,7 +570,7 @@ impl<'c> Packer<'c> {
         self.last.extend_from_slice(name);
         pack(&mut self.packed, name, e);
         self.n += 1;
-        if self.n == SEGMENT {
+        if self.n == self.per {
             self.flush()?;
         }
         Ok(())
@@ -794,6 +847,43 @@ mod tests {
         assert!(most <= SEGMENT as i64 * per_entry, "{most}");
     }
 
+    /// How many segments `dir` has, and their entry counts.
+    fn segments_of(s: &Store, dir: &[u8]) -> Vec<usize> {
+        let mut counts = Vec::new();
+        s.scan(dir, |d, packed| {
+            if d == dir {
+                counts.push(entries(packed.unwrap()).count());
+            }
+            true
+        })
+        .unwrap();
+        counts
+    }
+
+    #[test]
+    fn a_directory_written_in_small_batches_ends_in_few_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("c")).unwrap();
+        // 2,000 names in key order, 100 a batch (a first run's batches
+        // cut directories anywhere): a small last segment takes the next
+        // batch in, so the segments fill up instead of staying at 100.
+        for b in 0..20 {
+            let names: Vec<(String, u8)> = (0..100)
+                .map(|i| (format!("/d/f{:05}", b * 100 + i), 1))
+                .collect();
+            s.insert(&batch(&names)).unwrap();
+        }
+        let counts = segments_of(&s, b"/d/");
+        assert_eq!(counts.iter().sum::<usize>(), 2000);
+        assert!(counts.len() <= 5, "{counts:?}");
+        // One over a full segment is split evenly, not 1,024 + 1.
+        let names: Vec<(String, u8)> = (0..SEGMENT + 1)
+            .map(|i| (format!("/e/g{i:05}"), 1))
+            .collect();
+        s.insert(&batch(&names)).unwrap();
+        assert_eq!(segments_of(&s, b"/e/"), [513, 512]);
+    }
+
     #[test]
     fn a_segment_changed_behind_our_back_fails_its_check() {
         let dir = tempfile::tempdir().unwrap();
@@ -804,10 +894,27 @@ mod tests {
             .unwrap();
         assert_eq!(s.get(b"/d/f").unwrap(), Some(None));
         assert_eq!(scanned(&s, b"/d/"), [(b"/d/".to_vec(), None)]);
+        let damaged = s.scan(b"/d/", |_, _| true).unwrap();
+        assert_eq!(damaged.len(), 1);
         // Recorded again: the damaged segment is replaced.
         s.insert(&batch(&[("/d/f", 3)])).unwrap();
         assert_eq!(s.get(b"/d/f").unwrap(), Some(Some(entry(3))));
         assert_eq!(s.get(b"/d/g").unwrap(), None);
+        // Its replacement is not what was found damaged: dropping keeps it.
+        s.drop_damaged(&damaged).unwrap();
+        assert_eq!(s.get(b"/d/f").unwrap(), Some(Some(entry(3))));
+        // A damaged segment nothing replaced is dropped.
+        s.insert(&batch(&[("/x/f", 1)])).unwrap();
+        s.conn
+            .execute(
+                "UPDATE segments SET seg_check = seg_check + 1 WHERE dir = x'2f782f'",
+                [],
+            )
+            .unwrap();
+        let damaged = s.scan(b"/x/", |_, _| true).unwrap();
+        s.drop_damaged(&damaged).unwrap();
+        assert_eq!(scanned(&s, b"/x/"), []);
+        assert_eq!(s.get(b"/d/f").unwrap(), Some(Some(entry(3))));
     }
 
     #[test]
