@@ -59,6 +59,11 @@ const BATCH: usize = 4096;
 /// them, so such batches are made larger and fewer (about 40 MB of memory).
 const SCATTERED_BATCH: usize = 1 << 18;
 
+/// Records of a batch that may come back out of key order before it is
+/// gathered as a scattered one (a stalled read passed by the reorder window
+/// comes back alone).
+const LATE_MAX: usize = 64;
+
 /// What a run did with the cache, for `--stats` and the exit status.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
@@ -115,10 +120,10 @@ pub struct Cache {
     /// Records put back into miss order before they are batched (see
     /// [`Reorder`]).
     reorder: Reorder<Entry>,
-    /// The miss batched last, and whether the batch being gathered has
+    /// The miss batched last, and how often the batch being gathered has
     /// gone back in miss order.
     last_batched: Option<usize>,
-    scattered: bool,
+    late: usize,
     unseen: Vec<Vec<u8>>,
     damaged_segments: Vec<store::Damaged>,
     fs: Filesystems,
@@ -140,7 +145,7 @@ impl Cache {
             pending: Batch::default(),
             reorder: Reorder::default(),
             last_batched: None,
-            scattered: false,
+            late: 0,
             unseen: Vec::new(),
             damaged_segments: Vec::new(),
             fs: Filesystems::default(),
@@ -267,21 +272,22 @@ impl Cache {
     ) {
         let entry = self.record(k, &files[self.miss(k)], outcome, progress);
         let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
-        let (last, scattered) = (&mut self.last_batched, &mut self.scattered);
+        let (last, late) = (&mut self.last_batched, &mut self.late);
         self.reorder.put(k, entry, &mut |k, e| {
-            *scattered |= last.is_some_and(|l| k < l);
+            *late += usize::from(last.is_some_and(|l| k < l));
             *last = Some(k);
             let (i, miss) = misses[k];
             batch_up(pending, &files[i as usize], groups, miss, e);
         });
-        let full = if self.scattered {
+        // A straggler or two ride in a batch of the usual size.
+        let full = if self.late > LATE_MAX {
             SCATTERED_BATCH
         } else {
             BATCH
         };
         if self.pending.len() >= full {
             self.flush();
-            self.scattered = false;
+            self.late = 0;
         }
     }
 
