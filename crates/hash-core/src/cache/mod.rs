@@ -417,7 +417,7 @@ impl Cache {
 }
 
 /// Misses held out of order at most before the earliest is given up on.
-const REORDER_WINDOW: usize = 1 << 16;
+const REORDER_WINDOW: usize = 1 << 18;
 
 /// Add the record `entry` of `job` (a miss of group `miss.group`) to `batch`.
 fn batch_up(batch: &mut Batch, job: &Job, groups: &[Group], miss: Miss, entry: Entry) {
