@@ -271,14 +271,15 @@ impl Cache {
         progress: Option<&Progress>,
     ) {
         let entry = self.record(k, &files[self.miss(k)], outcome, progress);
-        let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
-        let (last, late) = (&mut self.last_batched, &mut self.late);
-        self.reorder.put(k, entry, &mut |k, e| {
-            *late += usize::from(last.is_some_and(|l| k < l));
-            *last = Some(k);
-            let (i, miss) = misses[k];
-            batch_up(pending, &files[i as usize], groups, miss, e);
-        });
+        {
+            let mut batch_up = batcher(&self.misses, &self.groups, files, &mut self.pending);
+            let (last, late) = (&mut self.last_batched, &mut self.late);
+            self.reorder.put(k, entry, &mut |k, e| {
+                *late += usize::from(last.is_some_and(|l| k < l));
+                *last = Some(k);
+                batch_up(k, e);
+            });
+        }
         // A straggler or two ride in a batch of the usual size.
         let full = if self.late > LATE_MAX {
             SCATTERED_BATCH
@@ -294,16 +295,8 @@ impl Cache {
     /// Batch every record still held for key order (the hashing is over:
     /// nothing more will come). `files` is the plan.
     pub fn settle(&mut self, files: &[Job]) {
-        let (misses, groups, pending) = (&self.misses, &self.groups, &mut self.pending);
-        self.reorder.drain(&mut |k, e| {
-            batch_up(
-                pending,
-                &files[misses[k].0 as usize],
-                groups,
-                misses[k].1,
-                e,
-            );
-        });
+        let mut batch_up = batcher(&self.misses, &self.groups, files, &mut self.pending);
+        self.reorder.drain(&mut batch_up);
     }
 
     /// What to record of the `k`-th miss, `job`, if anything.
@@ -419,10 +412,19 @@ impl Cache {
 /// Misses held out of order at most before the earliest is given up on.
 const REORDER_WINDOW: usize = 1 << 18;
 
-/// Add the record `entry` of `job` (a miss of group `miss.group`) to `batch`.
-fn batch_up(batch: &mut Batch, job: &Job, groups: &[Group], miss: Miss, entry: Entry) {
-    if let Some(group) = groups.get(miss.group as usize) {
-        batch.push(&[&group.prefix, job.rel_path()], entry);
+/// What adds the record of the `k`-th miss (of `misses`, planned in
+/// `files`, grouped by `groups`) to `batch`, under the file's key.
+fn batcher<'a>(
+    misses: &'a [(u32, Miss)],
+    groups: &'a [Group],
+    files: &'a [Job],
+    batch: &'a mut Batch,
+) -> impl FnMut(usize, Entry) + 'a {
+    move |k, entry| {
+        let (i, miss) = misses[k];
+        if let Some(group) = groups.get(miss.group as usize) {
+            batch.push(&[&group.prefix, files[i as usize].rel_path()], entry);
+        }
     }
 }
 

@@ -917,17 +917,35 @@ mod tests {
         assert_eq!(s.get(b"/d/f").unwrap(), Some(Some(entry(3))));
     }
 
+    /// Run `statements` on a plain SQLite connection to `path`.
+    fn sql(path: &Path, statements: &str) {
+        Connection::open(path)
+            .unwrap()
+            .execute_batch(statements)
+            .unwrap();
+    }
+
+    /// `Store::open` refuses `path`, saying `why`, and leaves it as it was.
+    fn refused_untouched(path: &Path, why: &str) {
+        let before = std::fs::read(path).unwrap();
+        match Store::open(path) {
+            Err(OpenError::Refused(said)) => assert!(said.contains(why), "{said}"),
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(std::fs::read(path).unwrap(), before);
+    }
+
     #[test]
     fn an_older_schema_of_ours_is_laid_out_afresh() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c");
-        Connection::open(&path)
-            .unwrap()
-            .execute_batch(&format!(
+        sql(
+            &path,
+            &format!(
                 "CREATE TABLE files (path BLOB PRIMARY KEY); INSERT INTO files VALUES (x'2f66'); \
                  PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1"
-            ))
-            .unwrap();
+            ),
+        );
         let mut s = Store::open(&path).unwrap();
         assert_eq!(s.replaced, Some(1));
         s.insert(&batch(&[("/f", 1)])).unwrap();
@@ -936,20 +954,15 @@ mod tests {
         assert_eq!(Store::open(&path).unwrap().replaced, None);
         // A newer hashrace's cache is refused, not changed.
         let newer = dir.path().join("newer");
-        Connection::open(&newer)
-            .unwrap()
-            .execute_batch(&format!(
+        sql(
+            &newer,
+            &format!(
                 "CREATE TABLE later (x); PRAGMA application_id = {APPLICATION_ID}; \
                  PRAGMA user_version = {}",
                 SCHEMA_VERSION + 1
-            ))
-            .unwrap();
-        let before = std::fs::read(&newer).unwrap();
-        match Store::open(&newer) {
-            Err(OpenError::Refused(why)) => assert!(why.contains("schema version"), "{why}"),
-            r => panic!("{r:?}"),
-        }
-        assert_eq!(std::fs::read(&newer).unwrap(), before);
+            ),
+        );
+        refused_untouched(&newer, "schema version");
     }
 
     #[test]
@@ -961,16 +974,8 @@ mod tests {
         assert!(matches!(Store::open(&junk), Err(OpenError::Refused(_))));
         assert_eq!(std::fs::read(&junk).unwrap(), bytes);
         let other = dir.path().join("other.db");
-        Connection::open(&other)
-            .unwrap()
-            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
-            .unwrap();
-        let before = std::fs::read(&other).unwrap();
-        match Store::open(&other) {
-            Err(OpenError::Refused(why)) => assert!(why.contains("another program"), "{why}"),
-            r => panic!("{r:?}"),
-        }
-        assert_eq!(std::fs::read(&other).unwrap(), before);
+        sql(&other, "CREATE TABLE t (x); INSERT INTO t VALUES (1)");
+        refused_untouched(&other, "another program");
     }
 
     proptest::proptest! {
