@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use super::key::Group;
 use super::rule::{unchanged, Entry, FsRules, Stamp};
-use super::store::Store;
+use super::store::{split, Store};
 use crate::hasher::FileDigest;
 use crate::strategy::{DirFd, Job};
 use std::path::Path;
@@ -231,11 +231,6 @@ fn produce(
     scanned
 }
 
-/// Where a relative path's name starts (after its last `/`).
-fn name_at(rel: &[u8]) -> usize {
-    rel.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1)
-}
-
 /// The files of `group` by directory: each directory's key (absolute, with
 /// its `/`) and its files in name order, the directories in key order, as
 /// the cache keeps its segments. (The walk's order is the order of whole
@@ -247,7 +242,7 @@ fn by_dir(files: &[Job], group: &Group) -> Vec<(Vec<u8>, Vec<u32>)> {
     let mut last: Option<(&[u8], usize)> = None;
     for &index in &group.jobs {
         let rel = files[index as usize].rel_path();
-        let dir = &rel[..name_at(rel)];
+        let dir = split(rel).0;
         let k = match last {
             Some((d, k)) if d == dir => k,
             _ => *at.entry(dir).or_insert_with(|| {
@@ -291,7 +286,7 @@ impl Pairing<'_, '_> {
     /// The name (after its directory) of planned file `index`.
     fn name(&self, index: u32) -> &[u8] {
         let rel = self.files[index as usize].rel_path();
-        &rel[name_at(rel)..]
+        split(rel).1
     }
 
     /// Pair the next file with `entry` and move on.

@@ -280,7 +280,7 @@ impl Store {
                 damaged.push(Damaged {
                     dir: seg.dir.to_vec(),
                     first: seg.first.to_vec(),
-                    check: r.get(4).ok(),
+                    check: seg.check,
                 });
             }
             if !segment(seg.dir, seg.entries) {
@@ -293,18 +293,29 @@ impl Store {
     /// Delete the segments of `damaged` that are still as they were found
     /// (a write since may have replaced one), in one transaction.
     pub fn drop_damaged(&mut self, damaged: &[Damaged]) -> rusqlite::Result<()> {
-        self.loaded.take();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
+        self.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "DELETE FROM segments WHERE dir = ?1 AND first = ?2 AND seg_check IS ?3",
             )?;
             for d in damaged {
                 stmt.execute(params![d.dir, d.first, d.check])?;
             }
-        }
+            Ok(())
+        })
+    }
+
+    /// Run `body` in one write transaction (taken at once, so two runs
+    /// writing one cache take turns), committed if it succeeds. The segment
+    /// [`Store::get`] kept is forgotten: the write may change it.
+    fn write(
+        &mut self,
+        body: impl FnOnce(&Connection) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        self.loaded.take();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        body(&tx)?;
         tx.commit()
     }
 
@@ -367,32 +378,30 @@ impl Store {
             .collect();
         // Stable: of equal keys, the later stays later.
         new.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        self.loaded.take();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for run in new.chunk_by(|a, b| a.0 == b.0) {
-            let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
-            let old = take_overlapping(&tx, dir, lo, hi)?;
-            let mut out = Packer::new(&tx, dir, old.len() + run.len())?;
-            let mut old = old.iter().peekable();
-            for (i, &(_, name, e)) in run.iter().enumerate() {
-                if run.get(i + 1).is_some_and(|next| next.1 == name) {
-                    continue; // a later record of the same key follows
-                }
-                while let Some((n, oe)) = old.next_if(|(n, _)| n.as_slice() <= name) {
-                    if n.as_slice() != name {
-                        out.push(n, oe)?;
+        self.write(|tx| {
+            for run in new.chunk_by(|a, b| a.0 == b.0) {
+                let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
+                let old = take_overlapping(tx, dir, lo, hi)?;
+                let mut out = Packer::new(tx, dir, old.len() + run.len())?;
+                let mut old = old.iter().peekable();
+                for (i, &(_, name, e)) in run.iter().enumerate() {
+                    if run.get(i + 1).is_some_and(|next| next.1 == name) {
+                        continue; // a later record of the same key follows
                     }
+                    while let Some((n, oe)) = old.next_if(|(n, _)| n.as_slice() <= name) {
+                        if n.as_slice() != name {
+                            out.push(n, oe)?;
+                        }
+                    }
+                    out.push(name, e)?;
                 }
-                out.push(name, e)?;
+                for (n, oe) in old {
+                    out.push(n, oe)?;
+                }
+                out.flush()?;
             }
-            for (n, oe) in old {
-                out.push(n, oe)?;
-            }
-            out.flush()?;
-        }
-        tx.commit()
+            Ok(())
+        })
     }
 
     /// Delete the entries of `keys`, in one transaction.
@@ -400,22 +409,20 @@ impl Store {
         let mut gone: Vec<(&[u8], &[u8])> = keys.iter().map(|k| split(k)).collect();
         gone.sort_unstable();
         gone.dedup();
-        self.loaded.take();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for run in gone.chunk_by(|a, b| a.0 == b.0) {
-            let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
-            let old = take_overlapping(&tx, dir, lo, hi)?;
-            let mut out = Packer::new(&tx, dir, old.len())?;
-            for (n, e) in &old {
-                if run.binary_search_by(|g| g.1.cmp(n.as_slice())).is_err() {
-                    out.push(n, e)?;
+        self.write(|tx| {
+            for run in gone.chunk_by(|a, b| a.0 == b.0) {
+                let (dir, lo, hi) = (run[0].0, run[0].1, run[run.len() - 1].1);
+                let old = take_overlapping(tx, dir, lo, hi)?;
+                let mut out = Packer::new(tx, dir, old.len())?;
+                for (n, e) in &old {
+                    if run.binary_search_by(|g| g.1.cmp(n.as_slice())).is_err() {
+                        out.push(n, e)?;
+                    }
                 }
+                out.flush()?;
             }
-            out.flush()?;
-        }
-        tx.commit()
+            Ok(())
+        })
     }
 }
 
@@ -428,8 +435,9 @@ pub struct Damaged {
     check: Option<i64>,
 }
 
-/// A key split into its directory (up to and with its last `/`) and name.
-fn split(key: &[u8]) -> (&[u8], &[u8]) {
+/// A key (or a relative path) split into its directory (up to and with its
+/// last `/`) and name.
+pub(super) fn split(key: &[u8]) -> (&[u8], &[u8]) {
     let at = key.iter().rposition(|b| *b == b'/').map_or(0, |i| i + 1);
     key.split_at(at)
 }
@@ -441,6 +449,8 @@ struct Seg<'r> {
     first: &'r [u8],
     last: &'r [u8],
     entries: Option<&'r [u8]>,
+    /// The check the row holds (`None`: not even a number).
+    check: Option<i64>,
 }
 
 impl<'r> Seg<'r> {
@@ -455,6 +465,7 @@ impl<'r> Seg<'r> {
             first,
             last,
             entries: ok.then_some(packed),
+            check,
         })
     }
 }
