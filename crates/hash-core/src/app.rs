@@ -259,6 +259,9 @@ fn hash(
         if let Some(depth) = ran.in_flight {
             crate::show!("in flight: {depth}");
         }
+        if let Some(order) = ran.order {
+            crate::show!("read order: {order}");
+        }
         let (way, samples) = reading.data_path();
         if let Some(line) = crate::datapath::describe(reading.policy().path, way, &samples) {
             crate::show!("{line}");

@@ -15,6 +15,7 @@ use crate::check::CheckOptions;
 use crate::datapath::DataPath;
 use crate::hasher::ReadPolicy;
 use crate::output::OutputOptions;
+use crate::strategy::order::ReadOrder;
 use crate::strategy::{Engine, Strategy};
 
 /// Options every `hash-*` binary has.
@@ -89,6 +90,13 @@ pub struct CommonArgs {
     /// run's first large files and keeps the faster (--stats names it).
     #[arg(long, value_enum, value_name = "WAY", default_value_t = DataPath::Auto)]
     pub data_path: DataPath,
+
+    /// The order files are read in (the output order never changes): as planned, or
+    /// sorted by where their data lies on the disk, chunk by chunk (an extra open and
+    /// FIEMAP ioctl per file, which pays only on a disk that seeks). auto sorts while
+    /// the disk says it spins, reads wait for it and at most two are in flight.
+    #[arg(long, value_enum, value_name = "ORDER", default_value_t = ReadOrder::Auto)]
+    pub read_order: ReadOrder,
 
     /// Keep each file's digest in the SQLite database PATH (made if missing) and read only
     /// the files whose size, times, inode or device changed since. Not with --check, which
@@ -252,6 +260,7 @@ fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Erro
         },
         // The cache records what `fstat` said of each file it hashed.
         stamps: common.cache.is_some(),
+        order: common.read_order,
     };
     let engine = Engine::new((strategy.def().runner)(m)?, read);
     Ok(resolve(common, engine))

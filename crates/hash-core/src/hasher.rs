@@ -53,6 +53,8 @@ pub struct ReadPolicy {
     /// was read. Off, no `fstat` is made for it (the field is there either
     /// way; the writer and check mode park only the digest and the size).
     pub stamps: bool,
+    /// The order files are read in (see [`crate::strategy::order`]).
+    pub order: crate::strategy::order::ReadOrder,
 }
 
 /// What the hashers of one run share: the read policy, the flag that stops
@@ -1052,7 +1054,7 @@ mod tests {
                 // A fresh run each time, so `auto` measures inside this file.
                 let run = Reading::new(ReadPolicy {
                     path,
-                    stamps: false,
+                    ..ReadPolicy::default()
                 });
                 let got = hash_cached(&opened, &mut buf, &run).unwrap();
                 ways.push((path.name(), got));

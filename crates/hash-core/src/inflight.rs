@@ -367,7 +367,14 @@ pub struct Shared {
     target: AtomicUsize,
     files: AtomicU64,
     bytes: AtomicU64,
+    /// Reads that waited for the disk (see [`Shared::waited`]).
+    waits: AtomicU64,
     start: Instant,
+    /// What the storage says it is.
+    storage: Storage,
+    /// Whether the depth only caps the readers that reads waiting for a
+    /// local disk add (see [`Shared::is_cap`]).
+    cap: bool,
     /// Where the depth came from, for `--stats`.
     origin: String,
 }
@@ -378,39 +385,80 @@ const LOOK_EVERY: u64 = 8;
 impl Shared {
     /// The depth for a run of `files` with `workers` workers and at most
     /// `max` in flight: `fixed` if the user chose one; measured from the
-    /// storage's hint on a network file system; `None` elsewhere (a local
-    /// disk, where a blocked read already adds readers).
+    /// storage's hint on a network file system, and on a disk that says it
+    /// spins (as a cap: see [`Shared::is_cap`]); `None` elsewhere (a local
+    /// disk that does not spin, where a blocked read adding a reader
+    /// measured faster than any fixed depth).
     pub fn for_run(
         fixed: Option<usize>,
         first: Option<&Path>,
         workers: usize,
         max: usize,
     ) -> Option<Shared> {
-        if let Some(n) = fixed {
-            return Some(Shared::new(None, n.max(1), format!("--max-in-flight {n}")));
-        }
         let hint = Hint::of(first?);
-        if hint.storage != Storage::Network {
-            return None;
+        if let Some(n) = fixed {
+            let origin = format!("--max-in-flight {n}");
+            return Some(Shared::new(None, n.max(1), hint.storage, origin));
         }
-        let start = hint.start(workers).min(max);
-        let c = Controller::new(start, workers.min(max).max(1), max);
-        Some(Shared::new(
-            Some(c),
-            start,
-            format!("{} ({})", "network", hint.source),
-        ))
+        let floor = workers.min(max).max(1);
+        let (start, cap) = match hint.storage {
+            Storage::Network => (hint.start(workers).min(max), false),
+            // Every hashing worker reads; the controller decides how many
+            // more may, starting from none.
+            Storage::Rotational => (floor, true),
+            Storage::SolidState | Storage::Unknown => return None,
+        };
+        let c = Controller::new(start, floor, max);
+        let origin = match hint.storage {
+            Storage::Network => format!("network ({})", hint.source),
+            _ => format!("a disk that says it spins ({})", hint.source),
+        };
+        let mut shared = Shared::new(Some(c), start, hint.storage, origin);
+        shared.cap = cap;
+        Some(shared)
     }
 
-    fn new(controller: Option<Controller>, depth: usize, origin: String) -> Shared {
+    fn new(
+        controller: Option<Controller>,
+        depth: usize,
+        storage: Storage,
+        origin: String,
+    ) -> Shared {
         Shared {
             controller: controller.map(Mutex::new),
             target: AtomicUsize::new(depth),
             files: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
             start: Instant::now(),
+            storage,
+            cap: false,
             origin,
         }
+    }
+
+    /// What the storage says it is.
+    pub fn storage(&self) -> Storage {
+        self.storage
+    }
+
+    /// Whether the depth is a cap on the readers that waiting reads add (a
+    /// local disk: the pool never grows to it unasked, so cached files
+    /// never start readers that would only compete for the cores), rather
+    /// than the number of readers to keep (a network file system, where
+    /// every open is a round trip and waiting is the rule).
+    pub fn is_cap(&self) -> bool {
+        self.cap
+    }
+
+    /// Count a read that waited for the disk.
+    pub fn waited(&self) {
+        self.waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads that waited for the disk so far.
+    pub fn waits(&self) -> u64 {
+        self.waits.load(Ordering::Relaxed)
     }
 
     /// The depth to keep in flight now.
@@ -423,14 +471,16 @@ impl Shared {
         self.controller.is_none()
     }
 
-    /// Count one completed file of `bytes` bytes.
-    pub fn completed(&self, bytes: u64) {
+    /// Count `files` completed files of `bytes` bytes in all. A thread
+    /// counts a few files at a time: two threads adding to one counter
+    /// after every 4 KiB file would share its cache line back and forth.
+    pub fn completed(&self, files: u64, bytes: u64) {
         let Some(controller) = &self.controller else {
             return;
         };
-        let n = self.files.fetch_add(1, Ordering::Relaxed) + 1;
+        let before = self.files.fetch_add(files, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        if !n.is_multiple_of(LOOK_EVERY) {
+        if before / LOOK_EVERY == (before + files) / LOOK_EVERY {
             return;
         }
         if let Ok(mut c) = controller.try_lock() {

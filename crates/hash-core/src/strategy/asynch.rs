@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
+use super::order::sorted_plan;
 use super::queue::{lost, test_hook};
 use super::threads::{max_readers, MAX_READERS};
 use super::{
@@ -121,7 +122,7 @@ impl Runner for Async {
                         let network = hint
                             .as_ref()
                             .is_some_and(|h| h.storage == crate::inflight::Storage::Network);
-                        uring::run(files, workers, slots, network, reading, sink);
+                        let order = uring::run(files, workers, slots, network, reading, sink);
                         let why = match (self.max_in_flight, hint) {
                             (Some(n), _) => format!("--max-in-flight {n}"),
                             // Already as deep as a network needs; the hint is
@@ -143,6 +144,7 @@ impl Runner for Async {
                                 "{} in flight: {workers} rings of {slots} ({why})",
                                 workers * slots
                             )),
+                            order,
                         };
                     }
                     Ok(_) => "pool (too few file descriptors left for io_uring)".into(),
@@ -151,10 +153,13 @@ impl Runner for Async {
             }
         };
         let max = self.max_in_flight.unwrap_or_else(|| max_readers(workers));
-        run(files, workers, max, reading, sink);
+        let (order, described) =
+            sorted_plan(reading.policy().order, files, largest_first(files), reading);
+        run(files, &order, workers, max, reading, sink);
         Ran {
             io: Some(io),
             in_flight: Some(format!("up to {max} in flight on the blocking pool")),
+            order: described,
         }
     }
 }
@@ -169,7 +174,15 @@ enum Msg {
     Blocked,
 }
 
-fn run(files: &[Job], workers: usize, max: usize, reading: &Arc<Reading>, sink: &mut Sink<'_>) {
+/// Hash `files` in the order `order` gives.
+fn run(
+    files: &[Job],
+    order: &[usize],
+    workers: usize,
+    max: usize,
+    reading: &Arc<Reading>,
+    sink: &mut Sink<'_>,
+) {
     // The async side only admits chunks and collects results, which the
     // calling thread can do alone: a current-thread runtime saves a scheduler
     // thread competing for the cores; the blocking pool does the hashing.
@@ -199,7 +212,7 @@ fn run(files: &[Job], workers: usize, max: usize, reading: &Arc<Reading>, sink: 
     // Hashing workers' buffers; extra readers get small ones (see threads).
     let bufs: Arc<Mutex<Vec<Buffer>>> =
         Arc::new(Mutex::new((0..workers).map(|_| new_buffer()).collect()));
-    let order: Arc<[usize]> = largest_first(&files).into();
+    let order: Arc<[usize]> = order.into();
     let cursor = Arc::new(AtomicUsize::new(0));
     let stopped = runtime.block_on(async {
         let (tx, mut rx) = mpsc::unbounded_channel();

@@ -26,6 +26,7 @@ use crate::hasher::{self, FileDigest, ReadPolicy, Reading};
 pub use asynch::IoMode;
 
 mod asynch;
+pub mod order;
 pub mod procs;
 mod queue;
 mod serial;
@@ -128,6 +129,8 @@ pub struct Ran {
     pub io: Option<String>,
     /// How many files were read at once and why, for `--stats`.
     pub in_flight: Option<String>,
+    /// How many files were read in the disk's order, if any were.
+    pub order: Option<String>,
 }
 
 /// The value every mode runs on: a strategy with its settings, and the read

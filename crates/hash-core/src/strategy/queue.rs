@@ -19,6 +19,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use super::order::DiskOrder;
 use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
@@ -32,6 +33,8 @@ pub(super) struct Queue<'a> {
     pub(super) files: &'a [Job],
     order: Vec<usize>,
     cursor: AtomicUsize,
+    /// Whether, and how, files are taken in the disk's order.
+    disk: Option<&'a DiskOrder<'a>>,
     /// The run's shared state; its stop flag is set when the writer stops
     /// the run: workers stop between two files and in the middle of one, so
     /// a huge file is not finished for nobody.
@@ -45,8 +48,19 @@ impl<'a> Queue<'a> {
             files,
             order: largest_first(files),
             cursor: AtomicUsize::new(0),
+            disk: None,
             reading,
         }
+    }
+
+    /// The same queue, taking files in the disk's order while `disk` says so.
+    pub(super) fn in_disk_order(self, disk: Option<&'a DiskOrder<'a>>) -> Queue<'a> {
+        Queue { disk, ..self }
+    }
+
+    /// Whether files may be taken in the disk's order in this run.
+    pub(super) fn sorts(&self) -> bool {
+        self.disk.is_some()
     }
 
     /// The index of the next file to hash; `None` once every file is taken
@@ -54,6 +68,9 @@ impl<'a> Queue<'a> {
     pub(super) fn next(&self) -> Option<usize> {
         if self.reading.stopped() {
             return None;
+        }
+        if let Some(disk) = self.disk {
+            return disk.next(self.files, &self.order, &self.cursor, self.reading);
         }
         self.order
             .get(self.cursor.fetch_add(1, Ordering::Relaxed))

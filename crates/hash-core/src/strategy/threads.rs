@@ -18,13 +18,14 @@ use std::thread::{self, Scope};
 
 use std::sync::Arc;
 
+use super::order::DiskOrder;
 use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
 use super::{
     clamp_workers, fewer_threads, no_helper, thread_builder, Def, Job, JobsArgs, Ran, Runner, Sink,
     Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::Shared;
+use crate::inflight::{Shared, Storage};
 
 /// `hash-threads`: `-j` threads.
 pub(super) const DEF: Def = Def {
@@ -68,12 +69,15 @@ impl Runner for Threads {
         let workers = self.workers(files.len());
         let first = files.first().map(|j| j.path.as_path());
         let depth = Shared::for_run(self.max_in_flight, first, workers, max_readers(workers));
-        run(files, workers, reading, sink, depth.as_ref());
+        let storage = depth.as_ref().map_or(Storage::Unknown, Shared::storage);
+        let disk = DiskOrder::new(reading.policy().order, storage, depth.as_ref());
+        run(files, workers, reading, sink, depth.as_ref(), disk.as_ref());
         Ran {
-            in_flight: Some(depth.map_or_else(
+            in_flight: Some(depth.as_ref().map_or_else(
                 || format!("{workers} reading, more while reads wait for the disk"),
-                |d| d.describe(),
+                Shared::describe,
             )),
+            order: disk.and_then(|d| d.used().then(|| d.describe())),
             ..Ran::default()
         }
     }
@@ -102,16 +106,17 @@ const LARGE_FILE: u64 = 1024 * 1024;
 
 /// Run the pool: `workers` threads, or the depth's target when a depth
 /// policy governs the readers (a network file system, or `--max-in-flight`);
-/// see [`Pool`].
+/// see [`Pool`]. Files are taken in the disk's order while `disk` says so.
 fn run(
     files: &[Job],
     workers: usize,
     reading: &Reading,
     sink: &mut Sink<'_>,
     depth: Option<&Shared>,
+    disk: Option<&DiskOrder<'_>>,
 ) {
     let (tx, rx) = mpsc::channel();
-    let queue = Queue::new(files, reading);
+    let queue = Queue::new(files, reading).in_disk_order(disk);
     let (start, max) = match depth {
         Some(d) if d.is_fixed() => (d.target(), d.target()),
         Some(d) => (d.target(), max_readers(workers)),
@@ -123,6 +128,11 @@ fn run(
         queue: &queue,
         readers: &readers,
         max,
+        floor: if depth.is_some_and(Shared::is_cap) {
+            start
+        } else {
+            1
+        },
         depth,
     };
     thread::scope(|scope| {
@@ -149,23 +159,27 @@ fn run(
 }
 
 /// What every thread of a pool shares: the queue, the count of threads
-/// reading, their ceiling, and the depth policy if one governs them.
+/// reading, their ceiling and floor, and the depth policy if one governs
+/// them.
 struct Pool<'s, 'e> {
     queue: &'s Queue<'e>,
     readers: &'s AtomicUsize,
     max: usize,
+    /// Readers that never leave: the hashing workers where the depth is a
+    /// cap (a local disk), else one.
+    floor: usize,
     depth: Option<&'s Shared>,
 }
 
 impl Pool<'_, '_> {
     /// Whether this thread should leave the pool: the depth policy wants
-    /// fewer readers than there are (one always stays). Claims the exit, so
-    /// racing threads cannot undershoot.
+    /// fewer readers than there are (the floor always stays). Claims the
+    /// exit, so racing threads cannot undershoot.
     fn leave(&self) -> bool {
         let Some(depth) = self.depth else {
             return false;
         };
-        let target = depth.target().max(1);
+        let target = depth.target().max(self.floor);
         let n = self.readers.load(Ordering::Relaxed);
         n > target
             && self
@@ -174,12 +188,27 @@ impl Pool<'_, '_> {
                 .is_ok()
     }
 
-    /// Whether the depth policy wants more readers than there are.
+    /// Whether the depth policy wants more readers than there are (never
+    /// where it is a cap: there only waiting reads add readers).
     fn short(&self) -> bool {
-        self.depth
-            .is_some_and(|d| self.readers.load(Ordering::Relaxed) < d.target().min(self.max))
+        self.depth.is_some_and(|d| {
+            !d.is_cap() && self.readers.load(Ordering::Relaxed) < d.target().min(self.max)
+        })
+    }
+
+    /// The most readers there may be now: the depth's target where it is a
+    /// cap, else the pool's ceiling.
+    fn ceiling(&self) -> usize {
+        match self.depth {
+            Some(d) if d.is_cap() => d.target().clamp(self.floor, self.max),
+            _ => self.max,
+        }
     }
 }
+
+/// Completions a thread counts before telling the depth policy (a file of
+/// [`LARGE_FILE`] or more is told at once).
+const TELL_EVERY: u64 = 8;
 
 /// Hash files from the pool's queue until it is empty (or the depth policy
 /// wants fewer readers); what is left in `batch` at the end is sent by
@@ -196,7 +225,7 @@ fn work<'s, 'e>(
     let grow = || {
         // Claim a reader slot first, so racing threads cannot overshoot.
         let n = pool.readers.fetch_add(1, Ordering::Relaxed);
-        if n < pool.max && queue.has_more() {
+        if n < pool.ceiling() && queue.has_more() {
             let tx = tx.clone();
             let spawned = thread_builder().spawn_scoped(scope, move || {
                 guard(tx, |tx, batch| {
@@ -209,18 +238,35 @@ fn work<'s, 'e>(
         }
         pool.readers.fetch_sub(1, Ordering::Relaxed);
     };
-    // A fixed depth is the user's: no reader is added when a read blocks.
-    let on_block = pool.depth.is_none_or(|d| !d.is_fixed());
+    // A fixed depth is the user's: no reader is added when a read blocks,
+    // but the wait is still counted (the disk's order looks at it).
+    let fixed = pool.depth.is_some_and(Shared::is_fixed);
+    let waited = || {
+        if let Some(depth) = pool.depth {
+            depth.waited();
+        }
+        if !fixed {
+            grow();
+        }
+    };
+    // Reads first try `RWF_NOWAIT` only where a wait changes something.
+    let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn());
+    let (mut told, mut told_bytes) = (0, 0);
     batch.reserve(BATCH);
     while let Some(i) = queue.next() {
         let job = &queue.files[i];
         test_hook(job);
-        let request = job.request(queue.reading, on_block.then_some(&grow as &dyn Fn()));
+        let request = job.request(queue.reading, hook);
         let outcome = hash(&request, &mut buf);
         // The size fstat saw (the walk's is 0 unless it was asked for sizes).
         let large = outcome.as_ref().is_ok_and(|d| d.size >= LARGE_FILE);
         if let Some(depth) = pool.depth {
-            depth.completed(outcome.as_ref().map_or(0, |d| d.size));
+            told += 1;
+            told_bytes += outcome.as_ref().map_or(0, |d| d.size);
+            if told == TELL_EVERY || large {
+                depth.completed(told, told_bytes);
+                (told, told_bytes) = (0, 0);
+            }
             if pool.short() {
                 grow();
             }
@@ -234,6 +280,9 @@ fn work<'s, 'e>(
             return;
         }
         if pool.leave() {
+            if let Some(depth) = pool.depth {
+                depth.completed(told, told_bytes);
+            }
             return;
         }
     }

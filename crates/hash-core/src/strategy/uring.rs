@@ -44,11 +44,13 @@ use std::thread;
 
 use io_uring::{opcode, types, IoUring};
 
+use super::order::DiskOrder;
 use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
 use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
+use crate::inflight::Storage;
 use crate::stamp::Stamp;
 
 /// Bytes read per request.
@@ -99,7 +101,9 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
 }
 
 /// Hash `files` on `workers` rings of `slots` slots each (see [`slots`]: at
-/// least one).
+/// least one); the `--stats` line of the read order, if files were taken in
+/// the disk's order (`--read-order disk` only: the rings' depth is no policy
+/// the auto rule could look at).
 pub(super) fn run(
     files: &[Job],
     workers: usize,
@@ -107,9 +111,10 @@ pub(super) fn run(
     network: bool,
     reading: &Reading,
     sink: &mut Sink<'_>,
-) {
+) -> Option<String> {
     let (tx, rx) = mpsc::channel();
-    let queue = Queue::new(files, reading);
+    let disk = DiskOrder::new(reading.policy().order, Storage::Unknown, None);
+    let queue = Queue::new(files, reading).in_disk_order(disk.as_ref());
     thread::scope(|scope| {
         for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
@@ -130,6 +135,7 @@ pub(super) fn run(
         drop(tx);
         collect(&queue, &rx, sink);
     });
+    disk.filter(DiskOrder::used).map(|d| d.describe())
 }
 
 /// One file on its way through a slot.

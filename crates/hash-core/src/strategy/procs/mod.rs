@@ -44,7 +44,8 @@ use std::sync::Arc;
 
 pub use worker::worker_main;
 
-use super::{clamp_workers, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
+use super::order::sorted_plan;
+use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
 use crate::hasher::Reading;
 use crate::inflight::{worker_depth, WorkerDepth};
 
@@ -88,18 +89,19 @@ impl Runner for Procs {
         // A worker reads one file at a time: files in flight are workers.
         let first = files.first().map(|j| j.path.as_path());
         let workers = self.workers(files.len());
-
+        let planned = largest_first(files);
+        let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
         let in_flight = match worker_depth(self.max_in_flight, first, workers) {
             WorkerDepth::Fixed(depth, why) => {
                 let depth = clamp_workers(depth, files.len());
-                pool::run(files, (depth, depth), reading, sink);
+                pool::run(files, &order, (depth, depth), reading, sink);
                 why
             }
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
             WorkerDepth::PerWorker(depth) => {
                 let grow_to = GROW_MAX.max(depth).min(files.len().max(1));
-                let peak = pool::run(files, (depth, grow_to), reading, sink);
+                let peak = pool::run(files, &order, (depth, grow_to), reading, sink);
                 format!(
                     "{depth} workers, growing to at most {grow_to} while files wait \
                      for the disk: {peak} at most"
@@ -108,6 +110,7 @@ impl Runner for Procs {
         };
         Ran {
             in_flight: Some(in_flight),
+            order: described,
             ..Ran::default()
         }
     }

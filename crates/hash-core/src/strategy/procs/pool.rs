@@ -21,7 +21,7 @@ use super::{
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
-use crate::strategy::{largest_first, Job, Outcome, Sink};
+use crate::strategy::{Job, Outcome, Sink};
 use std::sync::Arc;
 
 enum Event {
@@ -83,9 +83,11 @@ struct Pool<'a, 's> {
 }
 
 /// Hash `files` on `workers` worker processes, more (up to `grow_to`) while
-/// files wait for the disk; the most workers that ran at once.
+/// files wait for the disk, handing them out in `order`; the most workers
+/// that ran at once.
 pub(super) fn run(
     files: &[Job],
+    order: &[usize],
     (workers, grow_to): (usize, usize),
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
@@ -122,7 +124,7 @@ pub(super) fn run(
             .max(1),
         files,
         sink,
-        queue: largest_first(files).into_iter().map(|i| i as u32).collect(),
+        queue: order.iter().map(|&i| i as u32).collect(),
         attempts: vec![0; files.len()],
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers

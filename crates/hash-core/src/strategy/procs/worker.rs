@@ -58,7 +58,11 @@ pub fn worker_main() -> ExitCode {
         .and_then(DataPath::named)
         .unwrap_or_default();
     let stamps = std::env::var_os(WORKER_STAMPS_ENV).is_some_and(|v| v == "1");
-    let reading = Reading::new(ReadPolicy { path, stamps });
+    let reading = Reading::new(ReadPolicy {
+        path,
+        stamps,
+        ..ReadPolicy::default()
+    });
     if let Some(n) = std::env::var(WORKER_CORES_ENV)
         .ok()
         .and_then(|n| n.parse().ok())
