@@ -473,7 +473,7 @@ pub struct Request<'a> {
     /// Called (at most once per file) when the data is not in the page cache,
     /// just before a read that will wait for the disk: lets a pool put
     /// another reader to work meanwhile. `None`: nobody cares, read plainly.
-    pub on_block: Option<&'a dyn Fn()>,
+    pub on_block: Option<&'a dyn Fn(std::time::Duration)>,
 }
 
 impl std::fmt::Debug for Request<'_> {
@@ -851,7 +851,7 @@ pub fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],
     reading: &Reading,
-    on_block: Option<&dyn Fn()>,
+    on_block: Option<&dyn Fn(std::time::Duration)>,
 ) -> io::Result<FileDigest> {
     // Network and FUSE files are neither mapped nor read ahead by a thread:
     // their reads tell the pool when they wait (`on_block`), which is what
@@ -922,7 +922,7 @@ fn read_on(
     opened: &Opened,
     buf: &mut [u8],
     reading: &Reading,
-    on_block: Option<&dyn Fn()>,
+    on_block: Option<&dyn Fn(std::time::Duration)>,
 ) -> io::Result<FileDigest> {
     use rustix::io::{pread, preadv2, ReadWriteFlags};
     let mut nowait = on_block;
@@ -938,8 +938,9 @@ fn read_on(
                         nowait = None;
                         let (start, slept) = (std::time::Instant::now(), sleeps());
                         let res = pread(&opened.file, &mut *buf, size);
-                        if start.elapsed() >= DISK_WAIT && sleeps() > slept {
-                            hook();
+                        let waited = start.elapsed();
+                        if waited >= DISK_WAIT && sleeps() > slept {
+                            hook(waited);
                         }
                         res
                     }
@@ -1029,7 +1030,7 @@ mod tests {
         crate::mapped::catch_sigbus();
         let never = Reading::default();
         let hook_calls = AtomicUsize::new(0);
-        let hook = || {
+        let hook = |_| {
             hook_calls.fetch_add(1, Ordering::Relaxed);
         };
         // Past the measured segments and long enough for a helper thread.

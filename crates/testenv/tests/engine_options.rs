@@ -173,3 +173,98 @@ fn hash_procs_hands_back_a_large_file_found_in_a_batch_and_loses_nothing() {
         .count();
     assert_eq!(opens, 2, "opens of f0300-big:\n{calls}");
 }
+
+/// Where each file's data starts, by an independent witness: the physical
+/// block of its first extent as `filefrag -v` (e2fsprogs) reports it, or,
+/// where that fails for any file (a file system without extents), every
+/// file's inode number.
+fn disk_keys(files: &[std::path::PathBuf]) -> Vec<u64> {
+    let first_block = |p: &Path| -> Option<u64> {
+        let out = testenv::try_run(Command::new("filefrag").arg("-v").arg(p)).ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text.lines().find(|l| l.trim_start().starts_with("0:"))?;
+        let physical = line.split(':').nth(2)?;
+        physical.trim().split("..").next()?.trim().parse().ok()
+    };
+    let blocks: Option<Vec<u64>> = files.iter().map(|p| first_block(p)).collect();
+    blocks.unwrap_or_else(|| {
+        use std::os::unix::fs::MetadataExt;
+        files
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().ino())
+            .collect()
+    })
+}
+
+/// `--read-order disk` reads files in the order of their data on the disk,
+/// in every binary: the tree is written in a shuffled order (each file
+/// synced, so its data is placed then), and under `strace` each reading
+/// thread or worker process opens its files in rising `disk_keys` order,
+/// every file once to learn its key and once to read it; the output is
+/// GNU's, in name order.
+#[test]
+fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200;
+    let files: Vec<_> = (0..n)
+        .map(|i| dir.path().join(format!("f{i:03}")))
+        .collect();
+    for i in (0..n).map(|k| k * 73 % n) {
+        std::fs::write(&files[i], pattern(8192 + i)).unwrap();
+        std::fs::File::open(&files[i]).unwrap().sync_all().unwrap();
+    }
+    let keys = disk_keys(&files);
+    assert!(
+        keys.windows(2).any(|w| w[0] > w[1]),
+        "the shuffled writes left the files in name order on the disk: {keys:?}"
+    );
+    let want = testenv::reference("-H", &[dir.path()]);
+    let runs: [(&str, &[&str]); 4] = [
+        ("hash-serial", &[]),
+        ("hash-threads", &["-j", "2"]),
+        ("hash-procs", &["-j", "2"]),
+        // io_uring's opens are no system calls strace could see.
+        ("hash-async", &["-j", "2", "--io", "pool"]),
+    ];
+    for (bin, opts) in runs {
+        let mut args: Vec<&OsStr> = opts.iter().map(OsStr::new).collect();
+        args.extend([OsStr::new("--read-order"), OsStr::new("disk")]);
+        args.push(dir.path().as_os_str());
+        let out = run(Command::new(binary(bin)).args(&args));
+        assert_eq!(testenv::show(&out.stdout), testenv::show(&want), "{bin}");
+        let Some((calls, code)) = traced(bin, &args, "openat") else {
+            return;
+        };
+        assert_eq!(code, 0, "{bin}");
+        // (pid, file) of every successful open of a file of the tree.
+        let opens: Vec<(String, usize)> = calls
+            .lines()
+            .filter(|l| !l.contains("= -1"))
+            .filter_map(|l| {
+                let pid = l.split_whitespace().next()?.to_owned();
+                let name = l.split('"').nth(1)?;
+                let i = name.rsplit('/').next()?.strip_prefix('f')?.parse().ok()?;
+                Some((pid, i))
+            })
+            .collect();
+        let mut seen = vec![0; n];
+        let mut read_by: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for (pid, i) in opens {
+            seen[i] += 1;
+            // The first open of a file learns its key; the second reads it.
+            if seen[i] == 2 {
+                read_by.entry(pid).or_default().push(keys[i]);
+            }
+        }
+        assert!(
+            seen.iter().all(|&c| c == 2),
+            "{bin}: opens per file {seen:?}"
+        );
+        for (pid, order) in &read_by {
+            assert!(
+                order.windows(2).all(|w| w[0] <= w[1]),
+                "{bin}: {pid} read out of the disk's order: {order:?}"
+            );
+        }
+    }
+}

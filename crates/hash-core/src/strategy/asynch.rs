@@ -295,7 +295,7 @@ fn task(
 ) {
     let _hashing = reading.hashing();
     let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
-    let blocked = || {
+    let blocked = |_| {
         let _ = tx.send(Msg::Blocked);
     };
     let mut bytes = 0u64;

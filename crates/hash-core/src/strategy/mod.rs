@@ -79,7 +79,7 @@ impl Job {
     pub fn request<'a>(
         &'a self,
         reading: &'a Reading,
-        on_block: Option<&'a dyn Fn()>,
+        on_block: Option<&'a dyn Fn(std::time::Duration)>,
     ) -> hasher::Request<'a> {
         hasher::Request {
             path: &self.path,

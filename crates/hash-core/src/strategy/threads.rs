@@ -25,7 +25,7 @@ use super::{
     Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::{Shared, Storage};
+use crate::inflight::{Policy, Shared, Storage};
 
 /// `hash-threads`: `-j` threads.
 pub(super) const DEF: Def = Def {
@@ -70,7 +70,8 @@ impl Runner for Threads {
         let first = files.first().map(|j| j.path.as_path());
         let depth = Shared::for_run(self.max_in_flight, first, workers, max_readers(workers));
         let storage = depth.as_ref().map_or(Storage::Unknown, Shared::storage);
-        let disk = DiskOrder::new(reading.policy().order, storage, depth.as_ref());
+        let policy = depth.as_ref().map(|d| d as &dyn Policy);
+        let disk = DiskOrder::new(reading.policy().order, storage, policy);
         run(files, workers, reading, sink, depth.as_ref(), disk.as_ref());
         Ran {
             in_flight: Some(depth.as_ref().map_or_else(
@@ -128,11 +129,7 @@ fn run(
         queue: &queue,
         readers: &readers,
         max,
-        floor: if depth.is_some_and(Shared::is_cap) {
-            start
-        } else {
-            1
-        },
+        workers,
         depth,
     };
     thread::scope(|scope| {
@@ -159,27 +156,25 @@ fn run(
 }
 
 /// What every thread of a pool shares: the queue, the count of threads
-/// reading, their ceiling and floor, and the depth policy if one governs
-/// them.
+/// reading, their ceiling, the hashing workers (`-j`), and the depth policy
+/// if one governs them.
 struct Pool<'s, 'e> {
     queue: &'s Queue<'e>,
     readers: &'s AtomicUsize,
     max: usize,
-    /// Readers that never leave: the hashing workers where the depth is a
-    /// cap (a local disk), else one.
-    floor: usize,
+    workers: usize,
     depth: Option<&'s Shared>,
 }
 
 impl Pool<'_, '_> {
     /// Whether this thread should leave the pool: the depth policy wants
-    /// fewer readers than there are (the floor always stays). Claims the
-    /// exit, so racing threads cannot undershoot.
+    /// fewer readers than there are (one always stays). Claims the exit, so
+    /// racing threads cannot undershoot.
     fn leave(&self) -> bool {
         let Some(depth) = self.depth else {
             return false;
         };
-        let target = depth.target().max(self.floor);
+        let target = depth.target().max(1);
         let n = self.readers.load(Ordering::Relaxed);
         n > target
             && self
@@ -188,11 +183,17 @@ impl Pool<'_, '_> {
                 .is_ok()
     }
 
-    /// Whether the depth policy wants more readers than there are (never
-    /// where it is a cap: there only waiting reads add readers).
+    /// Whether the depth policy wants more readers than there are. Where
+    /// it is a cap, only up to the hashing workers (beyond them, only
+    /// waiting reads add readers).
     fn short(&self) -> bool {
         self.depth.is_some_and(|d| {
-            !d.is_cap() && self.readers.load(Ordering::Relaxed) < d.target().min(self.max)
+            let wanted = if d.is_cap() {
+                d.target().min(self.workers)
+            } else {
+                d.target().min(self.max)
+            };
+            self.readers.load(Ordering::Relaxed) < wanted
         })
     }
 
@@ -200,7 +201,7 @@ impl Pool<'_, '_> {
     /// cap, else the pool's ceiling.
     fn ceiling(&self) -> usize {
         match self.depth {
-            Some(d) if d.is_cap() => d.target().clamp(self.floor, self.max),
+            Some(d) if d.is_cap() => d.target().clamp(1, self.max),
             _ => self.max,
         }
     }
@@ -241,16 +242,16 @@ fn work<'s, 'e>(
     // A fixed depth is the user's: no reader is added when a read blocks,
     // but the wait is still counted (the disk's order looks at it).
     let fixed = pool.depth.is_some_and(Shared::is_fixed);
-    let waited = || {
+    let waited = |wait| {
         if let Some(depth) = pool.depth {
-            depth.waited();
+            depth.waited(wait);
         }
         if !fixed {
             grow();
         }
     };
     // Reads first try `RWF_NOWAIT` only where a wait changes something.
-    let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn());
+    let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn(std::time::Duration));
     let (mut told, mut told_bytes) = (0, 0);
     batch.reserve(BATCH);
     while let Some(i) = queue.next() {

@@ -135,7 +135,7 @@ fn serve(
     let mut unsent = 0usize;
     // Set when a read had to wait for the disk (see `hasher::Request::on_block`).
     let waited = std::cell::Cell::new(false);
-    let on_block = || waited.set(true);
+    let on_block = |_| waited.set(true);
     let mut said_waited: Option<std::time::Instant> = None;
     loop {
         let req = match read_request(&mut input) {
@@ -221,7 +221,7 @@ impl LastDir {
         req: &Request,
         reading: &Reading,
         buf: &mut [u8],
-        on_block: &dyn Fn(),
+        on_block: &dyn Fn(std::time::Duration),
         hand_back: bool,
     ) -> Result<Outcome, u64> {
         let hash = |request: &hasher::Request<'_>, buf: &mut [u8]| {
