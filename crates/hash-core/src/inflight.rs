@@ -571,10 +571,15 @@ impl Shared {
     /// spins, the first few decide whether it seeks; if it does, the depth
     /// drops to one read at a time and the controller climbs from there.
     pub fn waited(&self, wait: Duration) {
-        self.waits.fetch_add(1, Ordering::Relaxed);
+        let n = self.waits.fetch_add(1, Ordering::Relaxed);
         let Some(seek) = &self.seek else {
             return;
         };
+        // Only the first waits go to the test: a cold run's readers must not
+        // queue on its lock for the rest of the run.
+        if n >= SEEK_SAMPLE as u64 {
+            return;
+        }
         let mut test = seek.lock().unwrap_or_else(|e| e.into_inner());
         if test.seeks().is_none() && test.add(wait) == Some(true) {
             if let Some(c) = &self.controller {

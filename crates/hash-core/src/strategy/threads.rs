@@ -120,6 +120,9 @@ fn run(
     let queue = Queue::new(files, reading).in_disk_order(disk);
     let (start, max) = match depth {
         Some(d) if d.is_fixed() => (d.target(), d.target()),
+        // A cap is no number of readers to start: the hashing workers start,
+        // more only as reads wait.
+        Some(d) if d.is_cap() => (workers.min(d.target()), max_readers(workers)),
         Some(d) => (d.target(), max_readers(workers)),
         None => (workers, max_readers(workers)),
     };
