@@ -12,12 +12,13 @@
 //! order, as it does for every parallel run.
 //!
 //! The key costs an open, an `fstat`, an `ioctl` and a close per file, on top
-//! of the read's own open (measured in the README's "Read order" section).
-//! Next to a seek that is nothing; where data is cached, or the storage does
-//! not seek, it is pure loss. So `--read-order auto` (the default) sorts a
-//! chunk only when [`pays`]: the storage says it spins, the depth policy has
-//! at most two reads in flight, and reads waited for the disk since the last
-//! chunk. `--read-order disk` always sorts, `planned` never does.
+//! of the read's own open (measured in results/README.md, "Read order on a
+//! disk that seeks"). Next to a seek that is nothing; where data is cached,
+//! or the storage does not seek, it is pure loss. So `--read-order auto`
+//! (the default) sorts only when [`pays`]: the storage says it spins, the
+//! depth policy found that it seeks (see `inflight::SeekTest`) and settled
+//! at one or two reads in flight, and reads waited for the disk since the
+//! last look. `--read-order disk` always sorts, `planned` never does.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -136,9 +137,10 @@ pub fn sort_by_key(ids: &mut [usize], mut key: impl FnMut(usize) -> Key) {
 }
 
 /// Whether the disk's order pays now, under `--read-order auto`: the storage
-/// says it spins (hints lie: on a virtio disk that says so but does not seek
-/// the policy settles far above two), the policy settled at `depth`, at most
-/// two, and reads `waited` for the disk (cached data gains nothing).
+/// says it spins, the policy settled at `depth`, at most two (it settles at
+/// all only on a disk whose reads wait like a seek's: on a virtio disk that
+/// says it spins the cap stays open), and reads `waited` for the disk since
+/// the last look (cached data gains nothing).
 pub fn pays(storage: Storage, depth: usize, waited: bool) -> bool {
     storage == Storage::Rotational && depth <= 2 && waited
 }
