@@ -126,8 +126,8 @@ const FALL: f64 = 0.70;
 const RECHECK: u32 = 16;
 /// ...and no sooner than this after settling: a probe costs a window or two
 /// at the wrong depth, and on a spinning disk read in offset order, where
-/// windows are a few files, probing every 16 windows made the run 9 %
-/// longer (47 s against 43 s in the simulation of `strategy::order`'s
+/// windows are a few files, probing every 16 windows made the run 12 %
+/// longer (46 s against 41 s in the simulation of `strategy::order`'s
 /// tests).
 const RECHECK_AFTER: Duration = Duration::from_secs(1);
 /// A window is at least this long (shorter ones measure the clock's noise).
@@ -410,12 +410,13 @@ const SEEK_SAMPLE: usize = 16;
 const SEEK_WAIT: Duration = Duration::from_millis(2);
 
 /// Whether a disk that says it spins does seek, from how long its first
-/// [`SEEK_SAMPLE`] waiting reads waited (their lower quartile). Hints lie: this project's virtio
-/// disks say they spin and read 4 KiB in a fraction of a millisecond. A
-/// throughput measurement of the same question (one read at a time against
-/// many) cost 34 % of the cold small-file rate there (496.7 ms against
-/// 371.1 ms, 20,000 × 4 KiB, AMD EPYC guest): the readers it stops must be
-/// started again. The waits are measured anyway, and cost nothing.
+/// [`SEEK_SAMPLE`] waiting reads waited (their lower quartile). Hints lie:
+/// this project's virtio disks say they spin and read 4 KiB in a fraction
+/// of a millisecond. Measuring throughput instead (a controller capping the
+/// readers, climbing from the hashing workers) settled anywhere from 8 to
+/// 128 there and ran cold `small` at 0.70 of the best fixed depth; asking by
+/// throughput stops readers that must then start again. The waits are
+/// timed anyway, so the test costs nothing.
 #[derive(Debug, Default, Clone)]
 pub struct SeekTest {
     waits: Vec<Duration>,

@@ -45,7 +45,7 @@ pub enum ReadOrder {
 /// that it is read in one sweep across the disk. A partial sort gains much
 /// less than its share: where files lie close together, only a full sort
 /// turns seeks into short skips (the simulation in this module's tests, of
-/// 20,000 files: 65 s sorted in chunks of 4,096, 43 s sorted whole, 37 s
+/// 20,000 files: 65 s sorted in chunks of 4,096, 41 s sorted whole, 37 s
 /// for the model's best). The keys cost 16 bytes a file; the first data read
 /// waits for the chunk's keys (its inodes, which are read anyway).
 pub const CHUNK: usize = 1 << 20;
