@@ -210,10 +210,6 @@ impl Pool<'_, '_> {
     }
 }
 
-/// Completions a thread counts before telling the depth policy (a file of
-/// [`LARGE_FILE`] or more is told at once).
-const TELL_EVERY: u64 = 8;
-
 /// Hash files from the pool's queue until it is empty (or the depth policy
 /// wants fewer readers); what is left in `batch` at the end is sent by
 /// [`guard`].
@@ -255,7 +251,6 @@ fn work<'s, 'e>(
     };
     // Reads first try `RWF_NOWAIT` only where a wait changes something.
     let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn(std::time::Duration));
-    let (mut told, mut told_bytes) = (0, 0);
     batch.reserve(BATCH);
     while let Some(i) = queue.next() {
         let job = &queue.files[i];
@@ -265,12 +260,10 @@ fn work<'s, 'e>(
         // The size fstat saw (the walk's is 0 unless it was asked for sizes).
         let large = outcome.as_ref().is_ok_and(|d| d.size >= LARGE_FILE);
         if let Some(depth) = pool.depth {
-            told += 1;
-            told_bytes += outcome.as_ref().map_or(0, |d| d.size);
-            if told == TELL_EVERY || large {
-                depth.completed(told, told_bytes);
-                (told, told_bytes) = (0, 0);
-            }
+            // Told at once: with dozens of readers, completions held back
+            // a few at a time by each came in bursts, and the controller on
+            // a 0.2 ms link settled at 2 or 4 where 16 ran 1.5x faster.
+            depth.completed(1, outcome.as_ref().map_or(0, |d| d.size));
             if pool.short() {
                 grow();
             }
@@ -284,9 +277,6 @@ fn work<'s, 'e>(
             return;
         }
         if pool.leave() {
-            if let Some(depth) = pool.depth {
-                depth.completed(told, told_bytes);
-            }
             return;
         }
     }

@@ -117,12 +117,17 @@ impl Runner for Procs {
 }
 
 /// The most workers a run on a local disk grows to while its files wait for
-/// the disk (each reads one file at a time). On the 2-vCPU guest cold 4 KiB
+/// the disk (each reads one file at a time). On the 2-vCPU guests cold 4 KiB
 /// files ran fastest with 16–32 workers (`scripts/bench-inflight.sh`), but a
-/// worker costs ~5.5 MiB of resident memory (its own copy of the binary's
-/// pages and read buffer): 16 of them summed to ~96 MiB, 8 stay under the
-/// 64 MiB budget of a run.
-const GROW_MAX: usize = 8;
+/// worker costs resident memory (its own copy of the binary's pages and its
+/// read buffer), and a run keeps within 64 MiB summed over its processes.
+/// A worker started while files wait reads into a small buffer
+/// ([`WORKER_SMALL_BUFFER_ENV`]): ~3.6 MiB instead of ~5.5. Measured on
+/// `small`, cold (AMD EPYC guest, `hash-bench maxrss`, the tree's sum): 8
+/// workers with 2 MiB buffers 52 MiB, with small ones 40 MiB; 14 with small
+/// ones 62.8–64.0 MiB, and 1.1× faster than 8 (median of 6 interleaved runs,
+/// 0.42 s against 0.46 s).
+const GROW_MAX: usize = 14;
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.
@@ -131,6 +136,13 @@ pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 /// The run's `--data-path` in a worker's environment: the workers read by the
 /// parent's policy (each measures for itself under `auto`).
 const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
+
+/// `1` in a worker's environment when it was started while files waited for
+/// the disk: it reads into a small buffer (see [`crate::hasher::Buffer`]),
+/// as the extra readers of `hash-threads` do, since the disk, not the copy,
+/// is its limit; the 2 MiB huge-page buffer was a third of a worker's
+/// resident memory.
+const WORKER_SMALL_BUFFER_ENV: &str = "HASHRACE_PROCS_WORKER_SMALL_BUFFER";
 
 /// `1` in a worker's environment when the run asks for each file's stamps
 /// ([`crate::hasher::ReadPolicy::stamps`]: the cache records them).

@@ -17,7 +17,7 @@ use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
-    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_STAMPS_ENV,
+    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
@@ -62,6 +62,9 @@ struct Pool<'a, 's> {
     reading: Arc<Reading>,
     /// CPUs each worker may count as its own (see [`WORKER_CORES_ENV`]).
     cores_each: usize,
+    /// Whether new workers read into small buffers (see
+    /// [`WORKER_SMALL_BUFFER_ENV`]).
+    small_buffers: bool,
     /// The most workers the pool may grow to while files wait for the disk.
     grow_to: usize,
     /// The most workers that were alive at once.
@@ -120,6 +123,7 @@ pub(super) fn run(
         exe,
         data_path: reading.policy().path,
         reading: Arc::clone(reading),
+        small_buffers: false,
         cores_each: (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1))
             .max(1),
         files,
@@ -219,9 +223,11 @@ impl Pool<'_, '_> {
         if self.live_workers() >= self.grow_to || self.queue.is_empty() {
             return;
         }
-        // A worker started for waiting files counts one CPU as its own: the
-        // share of the first workers is already taken.
+        // A worker started for waiting files counts one CPU as its own (the
+        // share of the first workers is already taken) and reads into a
+        // small buffer.
         self.cores_each = 1;
+        self.small_buffers = true;
         if self.spawn().is_ok() {
             self.peak = self.peak.max(self.live_workers());
             self.feed(self.workers.len() - 1);
@@ -248,6 +254,10 @@ impl Pool<'_, '_> {
         cmd.env(WORKER_ENV, parent.to_string())
             .env(WORKER_DATA_PATH_ENV, self.data_path.name())
             .env(WORKER_CORES_ENV, self.cores_each.to_string())
+            .env(
+                WORKER_SMALL_BUFFER_ENV,
+                u8::from(self.small_buffers).to_string(),
+            )
             .env(
                 WORKER_STAMPS_ENV,
                 u8::from(self.reading.policy().stamps).to_string(),

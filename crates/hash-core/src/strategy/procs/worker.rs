@@ -20,7 +20,7 @@ use super::wire::{
 };
 use super::{
     ANSWER_AT_ONCE, MAX_BATCH, RETURN_MIN, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV,
-    WORKER_STAMPS_ENV,
+    WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::datapath::DataPath;
 use crate::hasher::{self, new_buffer, ReadPolicy, Reading};
@@ -130,7 +130,12 @@ fn serve(
 ) -> ExitCode {
     #[cfg(debug_assertions)]
     let mut ready = hooks.ready;
-    let mut buf = new_buffer();
+    let small = std::env::var_os(WORKER_SMALL_BUFFER_ENV).is_some_and(|v| v == "1");
+    let mut buf = if small {
+        hasher::Buffer::small()
+    } else {
+        new_buffer()
+    };
     let mut dirs = LastDir::default();
     let mut unsent = 0usize;
     // Set when a read had to wait for the disk (see `hasher::Request::on_block`).
