@@ -92,9 +92,10 @@ pub struct CommonArgs {
     pub data_path: DataPath,
 
     /// The order files are read in (the output order never changes): as planned, or
-    /// sorted by where their data lies on the disk, chunk by chunk (an extra open and
-    /// FIEMAP ioctl per file, which pays only on a disk that seeks). auto sorts while
-    /// the disk says it spins, reads wait for it and at most two are in flight.
+    /// sorted by where their data lies on the disk (an extra open and FIEMAP ioctl per
+    /// file, which pays only on a disk that seeks). auto sorts in hash-threads only, on a
+    /// disk that says it spins and whose first reads wait as long as a seek, once one or
+    /// two reads in flight do best.
     #[arg(long, value_enum, value_name = "ORDER", default_value_t = ReadOrder::Auto)]
     pub read_order: ReadOrder,
 

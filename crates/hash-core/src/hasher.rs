@@ -54,7 +54,19 @@ pub struct ReadPolicy {
     /// way; the writer and check mode park only the digest and the size).
     pub stamps: bool,
     /// The order files are read in (see [`crate::strategy::order`]).
-    pub order: crate::strategy::order::ReadOrder,
+    pub order: ReadOrder,
+}
+
+/// The order a run reads its files in, as the command line asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ReadOrder {
+    /// The planned order, or the disk's order on a disk found to seek.
+    #[default]
+    Auto,
+    /// The planned order: path order, or largest first when sizes are known.
+    Planned,
+    /// Always the disk's order, chunk by chunk.
+    Disk,
 }
 
 /// What the hashers of one run share: the read policy, the flag that stops

@@ -21,7 +21,7 @@
 //! a spinning disk, a network link) and no sleeps.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -124,7 +124,8 @@ pub const KEEP: f64 = 0.95;
 const FALL: f64 = 0.70;
 /// While settled, probe one doubling every this many windows anyway...
 const RECHECK: u32 = 16;
-/// ...and no sooner than this after settling: a probe costs a window or two
+/// ...and no sooner than this after settling (so a run shorter than this
+/// never rechecks, on any storage): a probe costs a window or two
 /// at the wrong depth, and on a spinning disk read in offset order, where
 /// windows are a few files, probing every 16 windows made the run 12 %
 /// longer (46 s against 41 s in the simulation of `strategy::order`'s
@@ -390,7 +391,7 @@ pub struct Shared {
     /// from its first waits; the controller runs only once it says yes.
     seek: Option<Mutex<SeekTest>>,
     /// Set once the seek test says the disk seeks.
-    seeking: std::sync::atomic::AtomicBool,
+    seeking: AtomicBool,
     /// Where the depth came from, for `--stats`.
     origin: String,
 }
@@ -504,11 +505,11 @@ impl Shared {
         workers: usize,
         max: usize,
     ) -> Option<Shared> {
-        let hint = Hint::of(first?);
         if let Some(n) = fixed {
             let origin = format!("--max-in-flight {n}");
-            return Some(Shared::new(None, n.max(1), hint.storage, origin));
+            return Some(Shared::new(None, n.max(1), Storage::Unknown, origin));
         }
+        let hint = Hint::of(first?);
         match hint.storage {
             Storage::Network => {
                 let start = hint.start(workers).min(max);
@@ -549,7 +550,7 @@ impl Shared {
             start: Instant::now(),
             storage,
             seek: None,
-            seeking: std::sync::atomic::AtomicBool::new(false),
+            seeking: AtomicBool::new(false),
             origin,
         }
     }
@@ -568,10 +569,11 @@ impl Shared {
         self.seek.is_some()
     }
 
-    /// Count a read that waited `wait` for the disk. On a disk that says it
-    /// spins, the first few decide whether it seeks; if it does, the depth
-    /// drops to one read at a time and the controller climbs from there.
-    pub fn waited(&self, wait: Duration) {
+    /// Count a read that waited `wait` for the disk, with `readers` reading
+    /// now. On a disk that says it spins, the first few decide whether it
+    /// seeks; if it does, the depth drops to one read at a time and the
+    /// controller climbs from there.
+    pub fn waited(&self, wait: Duration, readers: usize) {
         let n = self.waits.fetch_add(1, Ordering::Relaxed);
         let Some(seek) = &self.seek else {
             return;
@@ -589,7 +591,7 @@ impl Shared {
                 // the old depth are done.
                 let max = self.target.load(Ordering::Relaxed);
                 *c = Controller::new(1, 1, max);
-                c.lag = max as u64;
+                c.lag = readers.clamp(1, max) as u64;
                 c.opened = self.start.elapsed();
                 self.target.store(1, Ordering::Relaxed);
             }
@@ -826,7 +828,7 @@ mod tests {
     fn a_cap_stays_open_unless_the_disk_seeks() {
         let fast = Shared::cap(128, "test".into());
         for k in 0..1_000 {
-            fast.waited(Duration::from_micros(300));
+            fast.waited(Duration::from_micros(300), 2);
             fast.completed_at(Duration::from_millis(k), 8, 8 * 4096);
         }
         assert_eq!(fast.target(), 128);
@@ -840,7 +842,7 @@ mod tests {
 
         let seeking = Shared::cap(128, "test".into());
         for _ in 0..SEEK_SAMPLE {
-            seeking.waited(Duration::from_millis(9));
+            seeking.waited(Duration::from_millis(9), 2);
         }
         assert_eq!(seeking.target(), 1);
         assert!(

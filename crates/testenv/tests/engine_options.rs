@@ -176,9 +176,13 @@ fn hash_procs_hands_back_a_large_file_found_in_a_batch_and_loses_nothing() {
 
 /// Where each file's data starts, by an independent witness: the physical
 /// block of its first extent as `filefrag -v` (e2fsprogs) reports it, or,
-/// where that fails for any file (a file system without extents), every
-/// file's inode number.
-fn disk_keys(files: &[std::path::PathBuf]) -> Vec<u64> {
+/// where it reports none for some file (a file system without extents),
+/// every file's inode number. `None` when `filefrag` cannot run here.
+fn disk_keys(files: &[std::path::PathBuf]) -> Option<Vec<u64>> {
+    if let Err(e) = testenv::try_run(Command::new("filefrag").arg("-V")) {
+        eprintln!("skipped: filefrag cannot be run here ({e})");
+        return None;
+    }
     let first_block = |p: &Path| -> Option<u64> {
         let out = testenv::try_run(Command::new("filefrag").arg("-v").arg(p)).ok()?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -187,13 +191,13 @@ fn disk_keys(files: &[std::path::PathBuf]) -> Vec<u64> {
         physical.trim().split("..").next()?.trim().parse().ok()
     };
     let blocks: Option<Vec<u64>> = files.iter().map(|p| first_block(p)).collect();
-    blocks.unwrap_or_else(|| {
+    Some(blocks.unwrap_or_else(|| {
         use std::os::unix::fs::MetadataExt;
         files
             .iter()
             .map(|p| std::fs::metadata(p).unwrap().ino())
             .collect()
-    })
+    }))
 }
 
 /// `--read-order disk` reads files in the order of their data on the disk,
@@ -213,7 +217,9 @@ fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
         std::fs::write(&files[i], pattern(8192 + i)).unwrap();
         std::fs::File::open(&files[i]).unwrap().sync_all().unwrap();
     }
-    let keys = disk_keys(&files);
+    let Some(keys) = disk_keys(&files) else {
+        return;
+    };
     assert!(
         keys.windows(2).any(|w| w[0] > w[1]),
         "the shuffled writes left the files in name order on the disk: {keys:?}"
@@ -233,7 +239,7 @@ fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
         let out = run(Command::new(binary(bin)).args(&args));
         assert_eq!(testenv::show(&out.stdout), testenv::show(&want), "{bin}");
         let Some((calls, code)) = traced(bin, &args, "openat") else {
-            return;
+            continue;
         };
         assert_eq!(code, 0, "{bin}");
         // (pid, file) of every successful open of a file of the tree.

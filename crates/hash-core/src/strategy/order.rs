@@ -21,33 +21,23 @@
 //! last look. `--read-order disk` always sorts, `planned` never does.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::Job;
+pub use crate::hasher::ReadOrder;
 use crate::hasher::{self, Reading};
 use crate::inflight::{Policy, Storage};
-
-/// The order a run reads its files in, as the command line asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ReadOrder {
-    /// Planned order, or the disk's order while that pays (see the module doc).
-    #[default]
-    Auto,
-    /// The planned order: path order, or largest first when sizes are known.
-    Planned,
-    /// Always the disk's order, chunk by chunk.
-    Disk,
-}
 
 /// Files sorted at once: every file of any tree up to a million files, so
 /// that it is read in one sweep across the disk. A partial sort gains much
 /// less than its share: where files lie close together, only a full sort
 /// turns seeks into short skips (the simulation in this module's tests, of
 /// 20,000 files: 65 s sorted in chunks of 4,096, 41 s sorted whole, 37 s
-/// for the model's best). The keys cost 16 bytes a file; the first data read
-/// waits for the chunk's keys (its inodes, which are read anyway).
+/// for the model's best). The keys cost 24 bytes a file while a chunk is
+/// sorted; the first data read waits for the chunk's keys (its inodes,
+/// which are read anyway).
 pub const CHUNK: usize = 1 << 20;
 
 /// Planned files between two looks at whether the disk's order pays.
@@ -72,7 +62,6 @@ pub fn key(job: &Job, reading: &Reading) -> Key {
     let Ok(opened) = hasher::open(&job.request(reading, None)) else {
         return Key::Unknown;
     };
-    use std::os::fd::AsFd;
     match first_extent(opened.file.as_fd()) {
         Ok(Some(offset)) => Key::Offset(offset),
         _ => Key::Inode(opened.stamp.ino),
@@ -122,15 +111,18 @@ pub fn first_extent(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    // An extent still delayed (written, not yet placed) has no offset yet.
+    // An extent whose place is unknown, or still delayed (written, not yet
+    // placed), has no offset to sort by.
+    const UNKNOWN: u32 = 0x2;
     const DELALLOC: u32 = 0x4;
-    Ok((map.mapped_extents > 0 && map.extent.flags & DELALLOC == 0).then_some(map.extent.physical))
+    let placed = map.extent.flags & (UNKNOWN | DELALLOC) == 0;
+    Ok((map.mapped_extents > 0 && placed).then_some(map.extent.physical))
 }
 
 /// Sort `ids` by `key`; equal keys keep their planned order.
 pub fn sort_by_key(ids: &mut [usize], mut key: impl FnMut(usize) -> Key) {
     let mut keyed: Vec<(Key, usize)> = ids.iter().map(|&i| (key(i), i)).collect();
-    keyed.sort();
+    keyed.sort_by_key(|&(k, _)| k);
     for (slot, (_, i)) in ids.iter_mut().zip(keyed) {
         *slot = i;
     }
@@ -160,6 +152,8 @@ pub struct DiskOrder<'a> {
     active: AtomicBool,
     /// The sorted chunk being handed out, and where in it.
     chunk: Mutex<(Vec<usize>, usize)>,
+    /// Files the chunk still holds (read without its lock).
+    left: AtomicUsize,
     /// Files taken from sorted chunks, and how many of them had an offset.
     sorted: AtomicUsize,
     by_offset: AtomicUsize,
@@ -182,6 +176,7 @@ impl<'a> DiskOrder<'a> {
             seen: AtomicU64::new(0),
             active: AtomicBool::new(order == ReadOrder::Disk),
             chunk: Mutex::new((Vec::new(), 0)),
+            left: AtomicUsize::new(0),
             sorted: AtomicUsize::new(0),
             by_offset: AtomicUsize::new(0),
         })
@@ -197,8 +192,7 @@ impl<'a> DiskOrder<'a> {
         };
         let waits = depth.waits();
         let waited = waits > self.seen.swap(waits, Ordering::Relaxed);
-        // Settled, not passing through on the way: the policy tries one
-        // read at a time on every disk that says it spins.
+        // Settled, not passing through on the way.
         let settled = depth.settled().filter(|&d| d == depth.target());
         settled.is_some_and(|d| pays(self.storage, d, waited))
     }
@@ -224,25 +218,64 @@ impl<'a> DiskOrder<'a> {
         sort: impl FnOnce(&mut [usize]),
     ) -> Option<usize> {
         if self.active.load(Ordering::Relaxed) {
-            let mut chunk = self.chunk.lock().unwrap_or_else(|e| e.into_inner());
-            let (ids, at) = &mut *chunk;
-            if *at == ids.len() && self.wanted() {
-                let start = cursor.fetch_add(CHUNK, Ordering::Relaxed).min(order.len());
-                *ids = order[start..(start + CHUNK).min(order.len())].to_vec();
-                *at = 0;
-                sort(ids);
+            if let Some(i) = self.chunk_next(order, cursor, sort) {
+                return Some(i);
             }
-            if *at < ids.len() {
-                *at += 1;
-                return Some(ids[*at - 1]);
-            }
-            self.active.store(false, Ordering::Relaxed);
         }
         let i = cursor.fetch_add(1, Ordering::Relaxed);
         if i % LOOK_EVERY == LOOK_EVERY - 1 && self.wanted() {
             self.active.store(true, Ordering::Relaxed);
         }
-        order.get(i).copied()
+        match order.get(i) {
+            Some(&i) => Some(i),
+            // Whatever a sorted chunk still holds, should one thread have
+            // turned the chunk off while another refilled it.
+            None => self.take(&mut self.chunk.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    /// The next file of the sorted chunk, refilled when empty and the
+    /// disk's order is wanted (claimed from `cursor`, never past the end of
+    /// `order`); `None` turns the chunk off.
+    fn chunk_next(
+        &self,
+        order: &[usize],
+        cursor: &AtomicUsize,
+        sort: impl FnOnce(&mut [usize]),
+    ) -> Option<usize> {
+        let mut chunk = self.chunk.lock().unwrap_or_else(|e| e.into_inner());
+        if chunk.1 == chunk.0.len() && self.wanted() {
+            let len = order.len();
+            let claim = |c: usize| Some((c + CHUNK).min(len).max(c));
+            let start = cursor
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, claim)
+                .unwrap_or(len)
+                .min(len);
+            chunk.0 = order[start..(start + CHUNK).min(len)].to_vec();
+            chunk.1 = 0;
+            sort(&mut chunk.0);
+            self.left.store(chunk.0.len(), Ordering::Relaxed);
+            self.active.store(true, Ordering::Relaxed);
+        }
+        let next = self.take(&mut chunk);
+        if next.is_none() {
+            self.active.store(false, Ordering::Relaxed);
+        }
+        next
+    }
+
+    /// Hand out the next file of `chunk`, if it holds one.
+    fn take(&self, chunk: &mut (Vec<usize>, usize)) -> Option<usize> {
+        let (ids, at) = chunk;
+        let i = *ids.get(*at)?;
+        *at += 1;
+        self.left.fetch_sub(1, Ordering::Relaxed);
+        Some(i)
+    }
+
+    /// Whether the sorted chunk still holds files.
+    pub fn has_more(&self) -> bool {
+        self.left.load(Ordering::Relaxed) > 0
     }
 
     /// Sort one chunk of `files` by key, counting it.
@@ -407,7 +440,7 @@ mod tests {
             let took = hdd::serve(&at, &mut head);
             now += took;
             for _ in &group {
-                policy.waited(Duration::from_secs_f64(took));
+                policy.waited(Duration::from_secs_f64(took), group.len());
             }
             let files = group.len() as u64;
             policy.completed_at(Duration::from_secs_f64(now), files, files * hdd::FILE);

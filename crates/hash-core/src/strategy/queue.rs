@@ -80,6 +80,7 @@ impl<'a> Queue<'a> {
     /// Whether some file has not been taken yet.
     pub(super) fn has_more(&self) -> bool {
         self.cursor.load(Ordering::Relaxed) < self.order.len()
+            || self.disk.is_some_and(DiskOrder::has_more)
     }
 }
 
@@ -243,6 +244,25 @@ mod tests {
         let mut want: Vec<_> = (0..5).map(|i| (i, "ok 1".to_owned())).collect();
         want[2].1 = lost().to_string();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_queue_in_the_disks_order_has_more_until_its_chunk_is_empty() {
+        // Taking the first file claims the whole chunk from the cursor;
+        // the pool must still see files left (it adds readers only then).
+        use super::super::order::{DiskOrder, ReadOrder};
+        use crate::inflight::Storage;
+        let (files, reading) = (files(5), Reading::default());
+        let disk = DiskOrder::new(ReadOrder::Disk, Storage::Unknown, None).unwrap();
+        let queue = Queue::new(&files, &reading).in_disk_order(Some(&disk));
+        let mut got = vec![queue.next().unwrap()];
+        assert!(queue.has_more());
+        while let Some(i) = queue.next() {
+            got.push(i);
+        }
+        assert!(!queue.has_more());
+        got.sort();
+        assert_eq!(got, [0, 1, 2, 3, 4]);
     }
 
     #[test]

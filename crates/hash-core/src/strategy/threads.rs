@@ -70,7 +70,12 @@ impl Runner for Threads {
         let first = files.first().map(|j| j.path.as_path());
         let depth = Shared::for_run(self.max_in_flight, first, workers, max_readers(workers));
         let storage = depth.as_ref().map_or(Storage::Unknown, Shared::storage);
-        let policy = depth.as_ref().map(|d| d as &dyn Policy);
+        // Only a cap (a disk that says it spins, no --max-in-flight) has the
+        // seek test that the auto rule needs.
+        let policy = depth
+            .as_ref()
+            .filter(|d| d.is_cap())
+            .map(|d| d as &dyn Policy);
         let disk = DiskOrder::new(reading.policy().order, storage, policy);
         run(files, workers, reading, sink, depth.as_ref(), disk.as_ref());
         Ran {
@@ -243,7 +248,7 @@ fn work<'s, 'e>(
     let fixed = pool.depth.is_some_and(Shared::is_fixed);
     let waited = |wait| {
         if let Some(depth) = pool.depth {
-            depth.waited(wait);
+            depth.waited(wait, pool.readers.load(Ordering::Relaxed));
         }
         if !fixed {
             grow();

@@ -123,10 +123,12 @@ impl Runner for Procs {
 /// read buffer), and a run keeps within 64 MiB summed over its processes.
 /// A worker started while files wait reads into a small buffer
 /// ([`WORKER_SMALL_BUFFER_ENV`]): ~3.6 MiB instead of ~5.5. Measured on
-/// `small`, cold (AMD EPYC guest, `hash-bench maxrss`, the tree's sum): 8
-/// workers with 2 MiB buffers 52 MiB, with small ones 40 MiB; 14 with small
-/// ones 62.8–64.0 MiB, and 1.1× faster than 8 (median of 6 interleaved runs,
-/// 0.42 s against 0.46 s).
+/// `small`, cold (2-vCPU AMD EPYC guest, `hash-bench maxrss`, the tree's
+/// sum): 8 workers, 2 of them started with 2 MiB buffers and 6 added with
+/// small ones, 40 MiB (52 MiB with 2 MiB buffers throughout); 14 workers,
+/// 12 of them added, 62.8–64.0 MiB, and 1.1× faster than 8 (median of 6
+/// interleaved runs, 0.42 s against 0.46 s). With more CPUs more workers
+/// start with 2 MiB buffers, and 14 hold more than 64 MiB.
 const GROW_MAX: usize = 14;
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
