@@ -279,9 +279,15 @@ impl<'a> DiskOrder<'a> {
     }
 
     /// Sort one chunk of `files` by key, counting it.
+    /// Once the run is stopped (nobody wants results: `| head`), the files
+    /// left are not opened for a key: a million of them would hold the
+    /// stop up for seconds.
     pub fn sort(&self, files: &[Job], ids: &mut [usize], reading: &Reading) {
         let mut offsets = 0;
         sort_by_key(ids, |i| {
+            if reading.stopped() {
+                return Key::Unknown;
+            }
             let k = key(&files[i], reading);
             offsets += usize::from(matches!(k, Key::Offset(_)));
             k
@@ -496,6 +502,33 @@ mod tests {
         for s in [Storage::SolidState, Storage::Network, Storage::Unknown] {
             assert!(!pays(s, 1, true), "{s:?}");
         }
+    }
+
+    #[test]
+    fn a_stopped_run_opens_nothing_for_keys() {
+        // Three files, started in the reverse of their disk order (their
+        // keys, offsets or inodes, differ). Stopped, none is opened for a
+        // key: all are unknown, and the order stays as it was.
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<Job> = (0..3)
+            .map(|i| {
+                let path = dir.path().join(format!("f{i}"));
+                std::fs::write(&path, b"data").unwrap();
+                Job::new(path, 0, false)
+            })
+            .collect();
+        let reading = Reading::default();
+        let mut by_disk = vec![0, 1, 2];
+        by_disk.sort_by_key(|&i| key(&files[i], &reading));
+        let reversed: Vec<usize> = by_disk.iter().rev().copied().collect();
+        let disk = DiskOrder::new(ReadOrder::Disk, Storage::Unknown, None).unwrap();
+        let mut ids = reversed.clone();
+        disk.sort(&files, &mut ids, &reading);
+        assert_eq!(ids, by_disk, "not stopped: sorted");
+        reading.stop();
+        let mut ids = reversed.clone();
+        disk.sort(&files, &mut ids, &reading);
+        assert_eq!(ids, reversed, "stopped: left as it was");
     }
 
     #[test]
