@@ -37,7 +37,7 @@ const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 /// A read that takes this long waited for a disk (a page-cache hit takes a
 /// few microseconds, even when `RWF_NOWAIT` refused it because a page was
 /// briefly locked).
-const DISK_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
+pub(crate) const DISK_WAIT: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// How files are read, whatever the strategy: a policy the engine is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -917,7 +917,7 @@ fn cached(opened: &Opened) -> bool {
 /// on two cores) did not, and must not add a reader: on a warm tree of a
 /// million files those preemptions, in the rare reads `RWF_NOWAIT` refuses
 /// (0.2 % here), grew the pool to its limit of 128 threads.
-fn sleeps() -> i64 {
+pub(crate) fn sleeps() -> i64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage fills the struct it is given, which is zeroed (a
     // valid rusage) even if it fails.

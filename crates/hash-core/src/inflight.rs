@@ -341,36 +341,6 @@ impl Controller {
     }
 }
 
-/// The starting depth of worker processes, which read one file each.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkerDepth {
-    /// Fixed: by the user (`--max-in-flight`) or by the network hint; the
-    /// `--stats` line says which.
-    Fixed(usize, String),
-    /// The workers themselves (a local disk): the pool may add workers while
-    /// files wait for the disk.
-    PerWorker(usize),
-}
-
-/// The depth of worker processes: the user's `fixed`, the network hint's
-/// start, or one per worker.
-pub fn worker_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -> WorkerDepth {
-    if let Some(n) = fixed {
-        return WorkerDepth::Fixed(n.max(1), format!("{n} in flight (--max-in-flight {n})"));
-    }
-    match first.map(Hint::of) {
-        Some(h) if h.storage == Storage::Network => {
-            let n = h.start(workers);
-            let why = format!(
-                "{n} in flight (hint: network, {}; not adapted during the run)",
-                h.source
-            );
-            WorkerDepth::Fixed(n, why)
-        }
-        _ => WorkerDepth::PerWorker(workers),
-    }
-}
-
 /// A [`Controller`] shared by a pool's threads, or a fixed depth
 /// (`--max-in-flight`). Completions are counted with atomics; whichever
 /// thread finds a window due (and the controller free) feeds it, so no
@@ -492,18 +462,31 @@ impl Policy for Shared {
     }
 }
 
+/// Where a measured depth on a network file system starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Climb {
+    /// From the hint's depth, up or down: each reader is a thread or a
+    /// process, with its stack and buffer, so readers start few.
+    FromHint,
+    /// From the most allowed, down while fewer do as well: a request in an
+    /// io_uring costs only its slot and a kernel worker, and on the emulated
+    /// `lan` and `wan` links no shallower depth was faster for it.
+    FromMost,
+}
+
 impl Shared {
     /// The depth for a run of `files` with `workers` workers and at most
     /// `max` in flight: `fixed` if the user chose one; measured from the
-    /// storage's hint on a network file system, and on a disk that says it
-    /// spins (as a cap: see [`Shared::is_cap`]); `None` elsewhere (a local
-    /// disk that does not spin, where a blocked read adding a reader
-    /// measured faster than any fixed depth).
+    /// storage's hint on a network file system (starting where `climb`
+    /// says), and on a disk that says it spins (as a cap: see
+    /// [`Shared::is_cap`]); `None` elsewhere (a local disk that does not
+    /// spin, where a blocked read adding a reader measured faster than any
+    /// fixed depth).
     pub fn for_run(
         fixed: Option<usize>,
         first: Option<&Path>,
-        workers: usize,
-        max: usize,
+        (workers, max): (usize, usize),
+        climb: Climb,
     ) -> Option<Shared> {
         if let Some(n) = fixed {
             let origin = format!("--max-in-flight {n}");
@@ -512,7 +495,11 @@ impl Shared {
         let hint = Hint::of(first?);
         match hint.storage {
             Storage::Network => {
-                let start = hint.start(workers).min(max);
+                let start = match climb {
+                    Climb::FromHint => hint.start(workers),
+                    Climb::FromMost => max,
+                }
+                .min(max);
                 let c = Controller::new(start, workers.min(max).max(1), max);
                 let origin = format!("network ({})", hint.source);
                 Some(Shared::new(Some(c), start, hint.storage, origin))
@@ -599,6 +586,12 @@ impl Shared {
         }
     }
 
+    /// Whether the seek test still wants waits: a caller that must do
+    /// extra work to time its reads (io_uring's rings) does it only then.
+    pub fn seek_pending(&self) -> bool {
+        self.seek.is_some() && self.waits.load(Ordering::Relaxed) < SEEK_SAMPLE as u64
+    }
+
     /// Whether the depth is the user's (no measurement).
     pub fn is_fixed(&self) -> bool {
         self.controller.is_none()
@@ -642,10 +635,7 @@ impl Shared {
         if let Some(seek) = &self.seek {
             let test = seek.lock().unwrap_or_else(|e| e.into_inner()).describe();
             if !self.seeking.load(Ordering::Relaxed) {
-                return format!(
-                    "at most {}, more while reads wait for the disk (hint: {origin}; {test})",
-                    self.target(),
-                );
+                return format!("at most {} (hint: {origin}; {test})", self.target(),);
             }
             origin = format!("{origin}; {test}");
         }
@@ -763,23 +753,10 @@ mod tests {
     }
 
     #[test]
-    fn worker_processes_take_the_users_depth_or_one_each_on_a_local_disk() {
-        assert_eq!(
-            worker_depth(Some(5), None, 2),
-            WorkerDepth::Fixed(5, "5 in flight (--max-in-flight 5)".into())
-        );
-        let local = tempfile::tempdir().unwrap();
-        assert_eq!(
-            worker_depth(None, Some(local.path()), 3),
-            WorkerDepth::PerWorker(3)
-        );
-        assert_eq!(worker_depth(None, None, 4), WorkerDepth::PerWorker(4));
-    }
-
-    #[test]
     fn converges_near_the_best_fixed_depth_on_every_simulated_storage() {
         // Started where the hint says, and where a wrong hint would.
-        for start in [1, 2, 16] {
+        // Rings start at the most they keep (`Climb::FromMost`).
+        for start in [1, 2, 16, 128] {
             assert_converges("ssd", &ssd, start, 4096);
             assert_converges("hdd", &hdd, start, 4096);
             assert_converges(

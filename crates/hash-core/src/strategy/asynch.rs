@@ -37,6 +37,7 @@ use super::{
     JobsArgs, Outcome, Ran, Runner, Sink, Strategy, THREAD_STACK,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
+use crate::inflight::{Climb, Shared, Storage};
 
 /// `hash-async`: `-j` threads and `--io`.
 pub(super) const DEF: Def = Def {
@@ -118,34 +119,7 @@ impl Runner for Async {
             IoMode::Auto | IoMode::Uring => {
                 match uring::available().map(|()| uring::slots(workers, self.max_in_flight)) {
                     Ok(slots) if slots > 0 => {
-                        let hint = files.first().map(|f| crate::inflight::Hint::of(&f.path));
-                        let network = hint
-                            .as_ref()
-                            .is_some_and(|h| h.storage == crate::inflight::Storage::Network);
-                        let order = uring::run(files, workers, slots, network, reading, sink);
-                        let why = match (self.max_in_flight, hint) {
-                            (Some(n), _) => format!("--max-in-flight {n}"),
-                            // Already as deep as a network needs; the hint is
-                            // shown for comparison with the other strategies.
-                            (None, Some(hint)) => format!(
-                                "the most a ring keeps, whatever the storage: {}{}",
-                                hint.source,
-                                if network {
-                                    "; every request handed to the kernel's workers"
-                                } else {
-                                    ""
-                                }
-                            ),
-                            (None, None) => "no files".into(),
-                        };
-                        return Ran {
-                            io: Some("io_uring".into()),
-                            in_flight: Some(format!(
-                                "{} in flight: {workers} rings of {slots} ({why})",
-                                workers * slots
-                            )),
-                            order,
-                        };
+                        return self.on_rings(files, (workers, slots), reading, sink);
                     }
                     Ok(_) => "pool (too few file descriptors left for io_uring)".into(),
                     Err(why) => format!("pool (io_uring unavailable: {why})"),
@@ -160,6 +134,52 @@ impl Runner for Async {
             io: Some(io),
             in_flight: Some(format!("up to {max} in flight on the blocking pool")),
             order: described,
+        }
+    }
+}
+
+impl Async {
+    /// Hash `files` on `workers` io_uring rings of `slots` slots, at the
+    /// depth the storage's policy keeps (on a network file system measured
+    /// from the rings' full depth down; on a disk that says it spins, capped
+    /// once its seek test says it seeks; elsewhere every slot).
+    fn on_rings(
+        &self,
+        files: &[Job],
+        (workers, slots): (usize, usize),
+        reading: &Arc<Reading>,
+        sink: &mut Sink<'_>,
+    ) -> Ran {
+        let first = files.first().map(|f| f.path.as_path());
+        let most = workers * slots;
+        let policy = Shared::for_run(self.max_in_flight, first, (workers, most), Climb::FromMost);
+        let network = policy
+            .as_ref()
+            .is_some_and(|p| p.storage() == Storage::Network);
+        let depth = uring::Depth::new(policy.as_ref());
+        let order = uring::run(files, (workers, slots), &depth, network, reading, sink);
+        let rings = format!("{workers} rings of {slots}");
+        let in_flight = match (&policy, first) {
+            (Some(p), _) if network => format!(
+                "{}; {rings}, every request handed to the kernel's workers",
+                p.describe()
+            ),
+            // A ring's reads queue behind each other: the seek test was
+            // given each wait divided by the reads in flight.
+            (Some(p), _) if p.is_cap() => {
+                format!("{}; {rings}; waits per read in flight", p.describe())
+            }
+            (Some(p), _) => format!("{}; {rings}", p.describe()),
+            (None, Some(first)) => format!(
+                "{most} in flight: {rings} (every slot: {})",
+                crate::inflight::Hint::of(first).source
+            ),
+            (None, None) => format!("{most} in flight: {rings} (no files)"),
+        };
+        Ran {
+            io: Some("io_uring".into()),
+            in_flight: Some(in_flight),
+            order,
         }
     }
 }

@@ -25,7 +25,7 @@ use super::{
     Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::{Policy, Shared, Storage};
+use crate::inflight::{Climb, Policy, Shared, Storage};
 
 /// `hash-threads`: `-j` threads.
 pub(super) const DEF: Def = Def {
@@ -68,7 +68,12 @@ impl Runner for Threads {
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         let workers = self.workers(files.len());
         let first = files.first().map(|j| j.path.as_path());
-        let depth = Shared::for_run(self.max_in_flight, first, workers, max_readers(workers));
+        let depth = Shared::for_run(
+            self.max_in_flight,
+            first,
+            (workers, max_readers(workers)),
+            Climb::FromHint,
+        );
         let storage = depth.as_ref().map_or(Storage::Unknown, Shared::storage);
         // Only a cap (a disk that says it spins, no --max-in-flight) has the
         // seek test that the auto rule needs.

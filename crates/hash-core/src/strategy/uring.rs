@@ -39,8 +39,10 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
+use std::time::Instant;
 
 use io_uring::{opcode, types, IoUring};
 
@@ -50,7 +52,7 @@ use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
-use crate::inflight::Storage;
+use crate::inflight::{Policy, Shared, Storage};
 use crate::stamp::Stamp;
 
 /// Bytes read per request.
@@ -100,27 +102,65 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
     wanted.min(usable)
 }
 
+/// The depth all rings keep together: the run's depth policy, if it has
+/// one (see [`crate::inflight::Shared::for_run`]), and the files in flight
+/// over all rings.
+pub(super) struct Depth<'p> {
+    pub policy: Option<&'p Shared>,
+    total: AtomicUsize,
+}
+
+impl<'p> Depth<'p> {
+    pub fn new(policy: Option<&'p Shared>) -> Self {
+        Depth {
+            policy,
+            total: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether a ring holding `held` files may start one more: always its
+    /// first (a ring with nothing in flight would end), and more while all
+    /// rings together hold fewer than the policy's depth.
+    fn admits(&self, held: usize) -> bool {
+        held == 0
+            || self
+                .policy
+                .is_none_or(|p| self.total.load(Ordering::Relaxed) < p.target())
+    }
+
+    /// Whether reads are timed for the policy: on a disk that says it spins
+    /// (a cap), whose seek test and read order go by reads that waited.
+    fn times_reads(&self) -> bool {
+        self.policy.is_some_and(Shared::is_cap)
+    }
+}
+
 /// Hash `files` on `workers` rings of `slots` slots each (see [`slots`]: at
-/// least one); the `--stats` line of the read order, if files were taken in
-/// the disk's order (`--read-order disk` only: the rings' depth is no policy
-/// the auto rule could look at).
+/// least one), keeping in flight what `depth` allows; the `--stats` line of
+/// the read order, if files were taken in the disk's order.
 pub(super) fn run(
     files: &[Job],
-    workers: usize,
-    slots: usize,
+    (workers, slots): (usize, usize),
+    depth: &Depth<'_>,
     network: bool,
     reading: &Reading,
     sink: &mut Sink<'_>,
 ) -> Option<String> {
     let (tx, rx) = mpsc::channel();
-    let disk = DiskOrder::new(reading.policy().order, Storage::Unknown, None);
+    // As in `hash-threads`: only a cap has the seek test the auto rule needs.
+    let storage = depth.policy.map_or(Storage::Unknown, Shared::storage);
+    let policy = depth
+        .policy
+        .filter(|p| p.is_cap())
+        .map(|p| p as &dyn Policy);
+    let disk = DiskOrder::new(reading.policy().order, storage, policy);
     let queue = Queue::new(files, reading).in_disk_order(disk.as_ref());
     thread::scope(|scope| {
         for started in 0..workers {
             let (queue, tx) = (&queue, tx.clone());
             let ring = move || {
                 guard(tx, |tx, batch| {
-                    ring_thread(queue, tx, batch, slots, network)
+                    ring_thread(queue, tx, batch, (slots, depth), network)
                 })
             };
             if let Err(e) = thread_builder().spawn_scoped(scope, ring) {
@@ -149,6 +189,9 @@ struct Slot {
     stamp: Stamp,
     run: Running,
     buf: Box<[u8]>,
+    /// When its read was submitted, and the files in flight then over all
+    /// rings (only while reads are timed: see [`Depth::times_reads`]).
+    sent: Option<(Instant, usize)>,
 }
 
 impl Slot {
@@ -161,6 +204,7 @@ impl Slot {
             stamp: Stamp::default(),
             run: Running::default(),
             buf: vec![0; BLOCK].into_boxed_slice(),
+            sent: None,
         }
     }
 }
@@ -202,7 +246,7 @@ fn ring_thread(
     queue: &Queue<'_>,
     tx: &mpsc::Sender<Batch>,
     batch: &mut Batch,
-    nslots: usize,
+    (nslots, depth): (usize, &Depth<'_>),
     network: bool,
 ) {
     let _hashing = queue.reading.hashing();
@@ -231,6 +275,8 @@ fn ring_thread(
         slots: Slots((0..nslots).map(|_| Slot::new()).collect()),
         free: (0..nslots).rev().collect(),
         in_flight: 0,
+        depth,
+        unsent: Vec::new(),
         draining: false,
         plain_buf: None,
         limit: 2,
@@ -250,16 +296,28 @@ fn ring_thread(
         if ring.in_flight == 0 {
             return;
         }
+        let sent = ring.stamp_unsent().map(|t| (t, hasher::sleeps()));
         if let Err(e) = ring.ring.submit_and_wait(1) {
             if e.raw_os_error() == Some(libc::EINTR) {
                 continue;
             }
             return ring.fail(&e, batch);
         }
+        // Reads count as waiting only when the ring itself had to: it slept
+        // for a while in the kernel (cached reads complete in the submission
+        // itself, without sleeping; see `hasher::sleeps`).
+        let reaped = sent.map(|(t, slept)| {
+            let waited = t.elapsed() >= hasher::DISK_WAIT && hasher::sleeps() > slept;
+            (Instant::now(), waited)
+        });
         done.clear();
         done.extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
         for &(data, res) in &done {
-            ring.completed((data >> 1) as usize, data & 1 == 1, res, batch);
+            let (s, open) = ((data >> 1) as usize, data & 1 == 1);
+            if let Some((now, true)) = reaped.filter(|_| !open) {
+                ring.read_waited(s, now);
+            }
+            ring.completed(s, open, res, batch);
         }
         if queue.reading.stopped() {
             ring.draining = true;
@@ -283,6 +341,11 @@ struct Ring<'q, 'e> {
     /// Slots holding no file.
     free: Vec<usize>,
     in_flight: usize,
+    /// What all rings keep in flight together.
+    depth: &'q Depth<'q>,
+    /// Slots whose read was queued since the last submission (only while
+    /// reads are timed).
+    unsent: Vec<usize>,
     /// Set once nobody wants results: take no new files, finish the rest.
     draining: bool,
     /// The buffer for files hashed the blocking way (made when first needed).
@@ -324,7 +387,7 @@ impl Ring<'_, '_> {
     /// rings idle. Small files raise the limit, a large one (hashed right
     /// here) lowers it again.
     fn start_files(&mut self, batch: &mut Batch) {
-        while !self.draining && self.in_flight < self.limit {
+        while !self.draining && self.in_flight < self.limit && self.depth.admits(self.in_flight) {
             let Some(&s) = self.free.last() else { break };
             let Some(i) = self.queue.next() else { break };
             let job = &self.queue.files[i];
@@ -370,6 +433,39 @@ impl Ring<'_, '_> {
                 .user_data(tag(s, true));
         self.push(&open);
         self.in_flight += 1;
+        self.depth.total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Stamp the reads about to be submitted, if reads are timed; the time.
+    fn stamp_unsent(&mut self) -> Option<Instant> {
+        if !self.depth.times_reads() {
+            return None;
+        }
+        let now = Instant::now();
+        let total = self.depth.total.load(Ordering::Relaxed).max(1);
+        for s in self.unsent.drain(..) {
+            self.slots[s].sent = Some((now, total));
+        }
+        Some(now)
+    }
+
+    /// The read of slot `s` completed at `now` after the ring waited: tell
+    /// the policy how long it waited for its share of the disk. A ring keeps
+    /// many reads queued at once, so a read's wait is its queue's: divided
+    /// by the reads in flight when it was sent, it is the time the disk
+    /// took per read (a seek on a spinning disk, a fraction of a
+    /// millisecond on flash or virtio), the figure a thread's lone blocking
+    /// read gives the seek test.
+    fn read_waited(&mut self, s: usize, now: Instant) {
+        let (Some((sent, ahead)), Some(policy)) = (self.slots[s].sent.take(), self.depth.policy)
+        else {
+            return;
+        };
+        let wait = now.duration_since(sent);
+        if wait >= hasher::DISK_WAIT {
+            let total = self.depth.total.load(Ordering::Relaxed);
+            policy.waited(wait / ahead as u32, total);
+        }
     }
 
     /// The request of slot `s` (its open, or a read) completed with `res`.
@@ -388,12 +484,20 @@ impl Ring<'_, '_> {
                 .flags(self.flags)
                 .user_data(tag(s, false));
             self.push(&read);
+            if self.depth.times_reads() {
+                self.unsent.push(s);
+            }
             return;
         };
         slot.fd = None; // close
+        slot.sent = None;
+        if let Some(policy) = self.depth.policy {
+            policy.completed(1, outcome.as_ref().map_or(0, |d| d.size));
+        }
         batch.push((slot.job, outcome));
         self.free.push(s);
         self.in_flight -= 1;
+        self.depth.total.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The open of slot `s` completed: `Some` when the file is done with (an
@@ -437,6 +541,7 @@ impl Ring<'_, '_> {
         for s in (0..self.slots.len()).filter(|s| !self.free.contains(s)) {
             let job = self.slots[s].job;
             batch.push((job, Err(io::Error::other(e.to_string()).into())));
+            self.depth.total.fetch_sub(1, Ordering::Relaxed);
         }
         std::mem::forget(std::mem::take(&mut self.slots.0));
         let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
