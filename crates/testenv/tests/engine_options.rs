@@ -274,3 +274,48 @@ fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
         }
     }
 }
+
+/// On a disk that says it spins, `hash-async`'s rings give the seek test
+/// each read's wait per read in flight. Where the disk seeks (the test hook
+/// makes every read wait 10 ms per read in flight, as a spinning disk's
+/// would), the policy drops from the rings' 128 to one read and climbs from
+/// there, while the rings still hold reads started at the old depth: nothing
+/// is lost or hangs, the output is GNU's, and `--stats` says why. Skips
+/// where the temporary directory's disk does not say it spins.
+#[test]
+fn hash_async_on_a_disk_that_seeks_drops_its_rings_to_one_read() {
+    if !io_uring_works() {
+        eprintln!("skipped: io_uring is not usable here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..300 {
+        let sub = dir.path().join(format!("d{}", i % 3));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i:03}")), pattern(4096 + i)).unwrap();
+    }
+    let want = testenv::reference("-H", &[dir.path()]);
+    let out = run(Command::new(binary("hash-async"))
+        .args(["--stats", "--io", "uring"])
+        .arg(dir.path())
+        .env("HASHRACE_TEST_SEEK_MS", "10"));
+    let err = testenv::show(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("in flight: "))
+        .unwrap_or_else(|| panic!("no in-flight line in {err}"));
+    if !line.contains("a disk that says it spins") {
+        eprintln!("skipped: the temporary directory's disk does not say it spins ({line})");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(testenv::show(&out.stdout), testenv::show(&want));
+    assert!(line.contains("the disk seeks"), "{line}");
+    let depth: usize = line
+        .split("in flight: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no depth in {line}"));
+    assert!(depth < 128, "the rings kept their full depth: {line}");
+}

@@ -153,13 +153,14 @@ impl Async {
         let first = files.first().map(|f| f.path.as_path());
         let most = workers * slots;
         let policy = Shared::for_run(self.max_in_flight, first, (workers, most), Climb::FromMost);
-        let network = policy
-            .as_ref()
-            .is_some_and(|p| p.storage() == Storage::Network);
+        // From the hint itself: a depth the user fixed says nothing of the
+        // storage, and a FUSE open must not hold up the ring at any depth.
+        let hint = first.map(crate::inflight::Hint::of);
+        let network = hint.as_ref().is_some_and(|h| h.storage == Storage::Network);
         let depth = uring::Depth::new(policy.as_ref());
         let order = uring::run(files, (workers, slots), &depth, network, reading, sink);
         let rings = format!("{workers} rings of {slots}");
-        let in_flight = match (&policy, first) {
+        let in_flight = match (&policy, hint) {
             (Some(p), _) if network => format!(
                 "{}; {rings}, every request handed to the kernel's workers",
                 p.describe()
@@ -170,10 +171,9 @@ impl Async {
                 format!("{}; {rings}; waits per read in flight", p.describe())
             }
             (Some(p), _) => format!("{}; {rings}", p.describe()),
-            (None, Some(first)) => format!(
-                "{most} in flight: {rings} (every slot: {})",
-                crate::inflight::Hint::of(first).source
-            ),
+            (None, Some(hint)) => {
+                format!("{most} in flight: {rings} (every slot: {})", hint.source)
+            }
             (None, None) => format!("{most} in flight: {rings} (no files)"),
         };
         Ran {

@@ -11,6 +11,13 @@
 //! open → `fstat` → reads → close and hashes each block as it completes, so
 //! hashing stays on the cores while the disk works on the other slots' reads.
 //!
+//! How many of the slots hold a file at once is the run's depth policy
+//! ([`crate::inflight`]), shared by all rings ([`Depth`]): on a network file
+//! system a controller measured from all the slots down, on a disk that says
+//! it spins the cap its seek test drives, where the user fixed one
+//! (`--max-in-flight`) that, and elsewhere every slot. A ring always keeps
+//! one file, so the rings together never keep fewer than there are rings.
+//!
 //! On a network or FUSE file system (the `statfs` hint of
 //! [`crate::inflight`]) every request is queued with `IOSQE_ASYNC`. io_uring
 //! first tries a request on the submitting thread, expecting it to fail fast
@@ -42,7 +49,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
@@ -63,6 +70,27 @@ const FDS_KEPT: usize = 8;
 
 /// Results a ring thread collects before waking the writer.
 const BATCH: usize = 256;
+
+/// Test hook (debug builds only): every timed read waits this many
+/// milliseconds per read in flight, as on a disk that seeks, so that tests
+/// can drive the seek test, and the cap it starts, on any disk that says it
+/// spins.
+pub const HOOK_SEEK_MS: &str = "HASHRACE_TEST_SEEK_MS";
+
+/// [`HOOK_SEEK_MS`]'s wait, if set.
+fn test_seek() -> Option<Duration> {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::OnceLock;
+        static WAIT: OnceLock<Option<Duration>> = OnceLock::new();
+        *WAIT.get_or_init(|| {
+            let ms = std::env::var(HOOK_SEEK_MS).ok()?.parse().ok()?;
+            Some(Duration::from_millis(ms))
+        })
+    }
+    #[cfg(not(debug_assertions))]
+    None
+}
 
 /// Whether io_uring can run the opcodes this module needs; `Err` says why not.
 pub fn available() -> Result<(), String> {
@@ -308,7 +336,7 @@ fn ring_thread(
         // itself, without sleeping; see `hasher::sleeps`).
         let reaped = sent.map(|(t, slept)| {
             let waited = t.elapsed() >= hasher::DISK_WAIT && hasher::sleeps() > slept;
-            (Instant::now(), waited)
+            (Instant::now(), waited || test_seek().is_some())
         });
         done.clear();
         done.extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
@@ -461,7 +489,7 @@ impl Ring<'_, '_> {
         else {
             return;
         };
-        let wait = now.duration_since(sent);
+        let wait = test_seek().map_or(now.duration_since(sent), |w| w * ahead as u32);
         if wait >= hasher::DISK_WAIT {
             let total = self.depth.total.load(Ordering::Relaxed);
             policy.waited(wait / ahead as u32, total);

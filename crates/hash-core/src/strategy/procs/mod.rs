@@ -47,7 +47,7 @@ pub use worker::worker_main;
 use super::order::sorted_plan;
 use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
 use crate::hasher::Reading;
-use crate::inflight::{Climb, Policy, Shared};
+use crate::inflight::{worker_depth, WorkerDepth};
 
 /// `hash-procs`: `-j` worker processes, which are this same binary started
 /// again (see [`is_worker`]).
@@ -91,24 +91,32 @@ impl Runner for Procs {
         let workers = self.workers(files.len());
         let planned = largest_first(files);
         let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
-        let limits = (workers, NETWORK_MAX.max(workers));
-        let depth = Shared::for_run(self.max_in_flight, first, limits, Climb::FromHint);
-        let in_flight = match depth.filter(|d| !d.is_cap()) {
-            // The user's depth, or a network file system's, measured: each
-            // worker reads one file at a time.
-            Some(depth) => {
-                let start = clamp_workers(depth.target(), files.len());
-                let grow_to = if depth.is_fixed() { start } else { limits.1 };
-                let peak = pool::run(files, &order, (start, grow_to), Some(&depth), reading, sink);
-                format!("{}; {peak} workers at most", depth.describe())
+        let in_flight = match worker_depth(self.max_in_flight, first, workers) {
+            WorkerDepth::Fixed(depth, why) => {
+                let depth = clamp_workers(depth, files.len());
+                pool::run(files, &order, (depth, depth), false, reading, sink);
+                why
+            }
+            // Network reads are far slower than a copy: workers read into
+            // small buffers, so the hint's 16 fit the 64 MiB a run keeps to
+            // (sshfs over the emulated `lan`, `hash-bench maxrss`, the
+            // tree's sum: 61 MiB, against 94 MiB with 2 MiB buffers). The
+            // depth stays there: more would not fit, and a controller could
+            // only park workers that still hold their memory (tried: parked
+            // as it halved, 16 workers at most, it settled at 8 and ran
+            // 1.06× longer on `lan`, median of 6 runs).
+            WorkerDepth::Network(depth, why) => {
+                let depth = clamp_workers(depth, files.len());
+                pool::run(files, &order, (depth, depth), true, reading, sink);
+                why
             }
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
-            None => {
-                let grow_to = GROW_MAX.max(workers).min(files.len().max(1));
-                let peak = pool::run(files, &order, (workers, grow_to), None, reading, sink);
+            WorkerDepth::PerWorker(depth) => {
+                let grow_to = GROW_MAX.max(depth).min(files.len().max(1));
+                let peak = pool::run(files, &order, (depth, grow_to), false, reading, sink);
                 format!(
-                    "{workers} workers, growing to at most {grow_to} while files wait \
+                    "{depth} workers, growing to at most {grow_to} while files wait \
                      for the disk: {peak} at most"
                 )
             }
@@ -135,13 +143,6 @@ impl Runner for Procs {
 /// interleaved runs, 0.42 s against 0.46 s). With more CPUs more workers
 /// start with 2 MiB buffers, and 14 hold more than 64 MiB.
 const GROW_MAX: usize = 14;
-
-/// The most workers on a network file system, where the depth policy
-/// decides how many read (starting at 16, the hint's depth): each costs
-/// ~3.6 MiB resident with a small read buffer, and 16 of them stay within
-/// the 64 MiB a run keeps to. On the emulated `wan` link (20 ms) 16 workers
-/// already read as fast as 128 threads.
-const NETWORK_MAX: usize = 16;
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.

@@ -21,7 +21,6 @@ use super::{
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
-use crate::inflight::{Policy, Shared};
 use crate::strategy::{Job, Outcome, Sink};
 use std::sync::Arc;
 
@@ -70,11 +69,6 @@ struct Pool<'a, 's> {
     grow_to: usize,
     /// The most workers that were alive at once.
     peak: usize,
-    /// The depth policy on a network file system: how many workers read at
-    /// once (the others are parked, holding nothing), up to `grow_to`.
-    depth: Option<&'a Shared>,
-    /// The policy's depth last followed.
-    followed: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -92,14 +86,15 @@ struct Pool<'a, 's> {
 }
 
 /// Hash `files` on `workers` worker processes, more (up to `grow_to`) while
-/// files wait for the disk or while `depth` (a network file system's
-/// policy) asks for more, handing them out in `order`; the most workers
-/// that ran at once.
+/// files wait for the disk, handing them out in `order`; the most workers
+/// that ran at once. `small_buffers`: every worker reads into a small
+/// buffer (see [`WORKER_SMALL_BUFFER_ENV`]), not only those added for a
+/// waiting disk.
 pub(super) fn run(
     files: &[Job],
     order: &[usize],
     (workers, grow_to): (usize, usize),
-    depth: Option<&Shared>,
+    small_buffers: bool,
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
 ) -> usize {
@@ -131,9 +126,7 @@ pub(super) fn run(
         exe,
         data_path: reading.policy().path,
         reading: Arc::clone(reading),
-        // Network reads are far slower than a copy: workers for them read
-        // into small buffers (a 2 MiB one is a third of a worker's memory).
-        small_buffers: depth.is_some_and(|d| d.storage() == crate::inflight::Storage::Network),
+        small_buffers,
         cores_each: (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1))
             .max(1),
         files,
@@ -146,8 +139,6 @@ pub(super) fn run(
         spawns_left: workers.max(grow_to) * 4 + 4,
         grow_to: grow_to.min(files.len()),
         peak: 0,
-        depth,
-        followed: workers,
         remaining: files.len(),
         events,
         sized: files.iter().any(|j| j.size > 0),
@@ -191,10 +182,6 @@ impl Pool<'_, '_> {
                     returned,
                 } => {
                     self.take_back(worker, &returned);
-                    if let Some(depth) = self.depth {
-                        let bytes = answers.iter().filter_map(|(_, o)| o.as_ref().ok());
-                        depth.completed(answers.len() as u64, bytes.map(|d| d.size).sum());
-                    }
                     for (id, outcome) in answers {
                         if let Some(w) = self.workers[worker].as_mut() {
                             if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
@@ -205,10 +192,10 @@ impl Pool<'_, '_> {
                         }
                         self.report(id, outcome)?;
                     }
-                    if self.follow_depth() || !returned.is_empty() {
-                        self.feed_all();
-                    } else {
+                    if returned.is_empty() {
                         self.feed(worker);
+                    } else {
+                        self.feed_all();
                     }
                 }
                 Event::Gone { worker } => self.bury(worker)?,
@@ -248,29 +235,6 @@ impl Pool<'_, '_> {
             self.peak = self.peak.max(self.live_workers());
             self.feed(self.workers.len() - 1);
         }
-    }
-
-    /// Start workers up to the depth policy's target, if it has risen;
-    /// whether it changed (parked workers may read again, or park).
-    fn follow_depth(&mut self) -> bool {
-        let Some(target) = self.depth.map(|d| d.target().min(self.grow_to)) else {
-            return false;
-        };
-        if target == self.followed {
-            return false;
-        }
-        self.followed = target;
-        while self.live_workers() < target && !self.queue.is_empty() && self.spawn().is_ok() {
-            self.peak = self.peak.max(self.live_workers());
-        }
-        true
-    }
-
-    /// Whether worker `index` is parked: a depth policy reads with fewer
-    /// workers than are alive, and this one comes after them.
-    fn parked(&self, index: usize) -> bool {
-        self.depth.is_some()
-            && self.workers[..index].iter().flatten().count() >= self.followed.max(1)
     }
 
     fn live_workers(&self) -> usize {
@@ -384,10 +348,6 @@ impl Pool<'_, '_> {
         // files every worker still gets some.
         let share = self.queue.len() / self.live_workers().max(1);
         let batch = MAX_BATCH.min(share).max(DEPTH);
-        let idle = self.workers[index]
-            .as_ref()
-            .is_some_and(|w| w.in_flight.is_empty());
-        let parked = idle && self.parked(index);
         let Some(w) = self.workers[index].as_mut() else {
             return;
         };
@@ -395,7 +355,7 @@ impl Pool<'_, '_> {
             return;
         };
         let mut sent = false;
-        while let Some(&id) = self.queue.front().filter(|_| !parked) {
+        while let Some(&id) = self.queue.front() {
             // Unknown (the walk does not `stat`): counted as nothing here; a
             // large one is handed back by its worker, with its size.
             let known = self.sizes[id as usize];
