@@ -917,7 +917,7 @@ fn cached(opened: &Opened) -> bool {
 /// on two cores) did not, and must not add a reader: on a warm tree of a
 /// million files those preemptions, in the rare reads `RWF_NOWAIT` refuses
 /// (0.2 % here), grew the pool to its limit of 128 threads.
-pub(crate) fn sleeps() -> i64 {
+fn sleeps() -> i64 {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage fills the struct it is given, which is zeroed (a
     // valid rusage) even if it fails.

@@ -365,8 +365,7 @@ pub fn worker_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) 
         Some(h) if h.storage == Storage::Network => {
             let n = h.start(workers);
             let why = format!(
-                "{n} in flight (hint: network, {}; the most workers a run keeps, \
-                 not adapted during the run)",
+                "{n} in flight (hint: network, {}; not adapted during the run)",
                 h.source
             );
             WorkerDepth::Network(n, why)
@@ -624,6 +623,11 @@ impl Shared {
     /// extra work to time its reads (io_uring's rings) does it only then.
     pub fn seek_pending(&self) -> bool {
         self.seek.is_some() && self.waits.load(Ordering::Relaxed) < SEEK_SAMPLE as u64
+    }
+
+    /// Whether the seek test found that the disk seeks.
+    pub fn seeking(&self) -> bool {
+        self.seeking.load(Ordering::Relaxed)
     }
 
     /// Whether the depth is the user's (no measurement).

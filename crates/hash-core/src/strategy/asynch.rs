@@ -37,7 +37,7 @@ use super::{
     JobsArgs, Outcome, Ran, Runner, Sink, Strategy, THREAD_STACK,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::{Climb, Shared, Storage};
+use crate::inflight::{Climb, Policy, Shared, Storage};
 
 /// `hash-async`: `-j` threads and `--io`.
 pub(super) const DEF: Def = Def {
@@ -159,7 +159,14 @@ impl Async {
         let network = hint.as_ref().is_some_and(|h| h.storage == Storage::Network);
         let depth = uring::Depth::new(policy.as_ref());
         let order = uring::run(files, (workers, slots), &depth, network, reading, sink);
-        let rings = format!("{workers} rings of {slots}");
+        // A ring always keeps one file (see `uring::Depth`), whatever the
+        // depth says.
+        let rings = match &policy {
+            Some(p) if p.target() < workers => {
+                format!("{workers} rings of {slots}, one file in each at least")
+            }
+            _ => format!("{workers} rings of {slots}"),
+        };
         let in_flight = match (&policy, hint) {
             (Some(p), _) if network => format!(
                 "{}; {rings}, every request handed to the kernel's workers",

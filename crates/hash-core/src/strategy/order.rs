@@ -144,7 +144,7 @@ pub struct DiskOrder<'a> {
     order: ReadOrder,
     storage: Storage,
     /// The depth policy, and the reads that waited for the disk, if the run
-    /// has one (threads; an auto run without one never sorts).
+    /// has one (threads, io_uring's rings; an auto run without one never sorts).
     depth: Option<&'a dyn Policy>,
     /// Waits counted at the last look.
     seen: AtomicU64,

@@ -46,7 +46,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -136,6 +136,9 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
 pub(super) struct Depth<'p> {
     pub policy: Option<&'p Shared>,
     total: AtomicUsize,
+    /// Reads completed over all rings while reads are timed (see
+    /// [`Ring::read_done`]).
+    reads: AtomicU64,
 }
 
 impl<'p> Depth<'p> {
@@ -143,6 +146,7 @@ impl<'p> Depth<'p> {
         Depth {
             policy,
             total: AtomicUsize::new(0),
+            reads: AtomicU64::new(0),
         }
     }
 
@@ -157,9 +161,11 @@ impl<'p> Depth<'p> {
     }
 
     /// Whether reads are timed for the policy: on a disk that says it spins
-    /// (a cap), whose seek test and read order go by reads that waited.
+    /// (a cap), while its seek test wants waits, and once it found that the
+    /// disk seeks (the read order goes by reads that wait).
     fn times_reads(&self) -> bool {
-        self.policy.is_some_and(Shared::is_cap)
+        self.policy
+            .is_some_and(|p| p.is_cap() && (p.seek_pending() || p.seeking()))
     }
 }
 
@@ -217,9 +223,9 @@ struct Slot {
     stamp: Stamp,
     run: Running,
     buf: Box<[u8]>,
-    /// When its read was submitted, and the files in flight then over all
-    /// rings (only while reads are timed: see [`Depth::times_reads`]).
-    sent: Option<(Instant, usize)>,
+    /// When its read was submitted, and the reads completed over all rings
+    /// by then (only while reads are timed: see [`Depth::times_reads`]).
+    sent: Option<(Instant, u64)>,
 }
 
 impl Slot {
@@ -324,26 +330,17 @@ fn ring_thread(
         if ring.in_flight == 0 {
             return;
         }
-        let sent = ring.stamp_unsent().map(|t| (t, hasher::sleeps()));
-        if let Err(e) = ring.ring.submit_and_wait(1) {
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return ring.fail(&e, batch);
-        }
-        // Reads count as waiting only when the ring itself had to: it slept
-        // for a while in the kernel (cached reads complete in the submission
-        // itself, without sleeping; see `hasher::sleeps`).
-        let reaped = sent.map(|(t, slept)| {
-            let waited = t.elapsed() >= hasher::DISK_WAIT && hasher::sleeps() > slept;
-            (Instant::now(), waited || test_seek().is_some())
-        });
+        let reaped = match ring.submit() {
+            Ok(reaped) => reaped,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(e) => return ring.fail(&e, batch),
+        };
         done.clear();
         done.extend(ring.ring.completion().map(|c| (c.user_data(), c.result())));
         for &(data, res) in &done {
             let (s, open) = ((data >> 1) as usize, data & 1 == 1);
-            if let Some((now, true)) = reaped.filter(|_| !open) {
-                ring.read_waited(s, now);
+            if let Some(reaped) = reaped.filter(|_| !open) {
+                ring.read_done(s, reaped);
             }
             ring.completed(s, open, res, batch);
         }
@@ -464,35 +461,52 @@ impl Ring<'_, '_> {
         self.depth.total.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Stamp the reads about to be submitted, if reads are timed; the time.
-    fn stamp_unsent(&mut self) -> Option<Instant> {
+    /// Submit what is queued and wait for a completion. Where reads are
+    /// timed, also when the completions were reaped and whether the ring
+    /// had to wait for them: completions there right after a plain
+    /// submission did not (cached reads complete inside it), those that
+    /// came while the ring slept for at least [`hasher::DISK_WAIT`] did.
+    fn submit(&mut self) -> io::Result<Option<(Instant, bool)>> {
         if !self.depth.times_reads() {
-            return None;
+            self.unsent.clear();
+            self.ring.submit_and_wait(1)?;
+            return Ok(None);
         }
         let now = Instant::now();
-        let total = self.depth.total.load(Ordering::Relaxed).max(1);
+        let reads = self.depth.reads.load(Ordering::Relaxed);
         for s in self.unsent.drain(..) {
-            self.slots[s].sent = Some((now, total));
+            self.slots[s].sent = Some((now, reads));
         }
-        Some(now)
+        self.ring.submit()?;
+        if !self.ring.completion().is_empty() {
+            return Ok(Some((Instant::now(), test_seek().is_some())));
+        }
+        let before = Instant::now();
+        self.ring.submit_and_wait(1)?;
+        let now = Instant::now();
+        let waited = now.duration_since(before) >= hasher::DISK_WAIT;
+        Ok(Some((now, waited || test_seek().is_some())))
     }
 
-    /// The read of slot `s` completed at `now` after the ring waited: tell
-    /// the policy how long it waited for its share of the disk. A ring keeps
-    /// many reads queued at once, so a read's wait is its queue's: divided
-    /// by the reads in flight when it was sent, it is the time the disk
-    /// took per read (a seek on a spinning disk, a fraction of a
-    /// millisecond on flash or virtio), the figure a thread's lone blocking
-    /// read gives the seek test.
-    fn read_waited(&mut self, s: usize, now: Instant) {
-        let (Some((sent, ahead)), Some(policy)) = (self.slots[s].sent.take(), self.depth.policy)
+    /// The read of slot `s` completed (`reaped`: when, and whether the ring
+    /// waited for it): if it waited, tell the policy how long the disk took
+    /// per read meanwhile. A ring keeps many reads queued at once, so a
+    /// read's wait is a queue's: divided by the reads completed from its
+    /// submission to its completion (itself included, over all rings), it
+    /// is the time the disk took per read (a seek on a spinning disk, a
+    /// fraction of a millisecond on flash or virtio), the figure a thread's
+    /// lone blocking read gives the seek test.
+    fn read_done(&mut self, s: usize, (now, waited): (Instant, bool)) {
+        let reads = self.depth.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        let (Some((sent, then)), Some(policy)) = (self.slots[s].sent.take(), self.depth.policy)
         else {
             return;
         };
-        let wait = test_seek().map_or(now.duration_since(sent), |w| w * ahead as u32);
-        if wait >= hasher::DISK_WAIT {
+        let served = reads.saturating_sub(then).clamp(1, u64::from(u32::MAX)) as u32;
+        let wait = test_seek().map_or(now.duration_since(sent), |w| w * served);
+        if waited && wait >= hasher::DISK_WAIT {
             let total = self.depth.total.load(Ordering::Relaxed);
-            policy.waited(wait / ahead as u32, total);
+            policy.waited(wait / served, total);
         }
     }
 
