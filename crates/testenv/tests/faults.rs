@@ -593,6 +593,20 @@ fn files_in_flight_follow_the_storage_or_the_user() {
                 assert!(line.contains("handed to the kernel's workers"), "{line}");
             }
         }
+        // `hash-async`'s blocking pool (no io_uring, or `--io pool`) follows
+        // the same policy: reads on FUSE never say they wait, so without it
+        // the pool kept its two tasks.
+        if env.name() == "hash-async" {
+            let out = env.run(&["--stats", "--io", "pool"], &[fs.root()]);
+            let err = show(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{err}");
+            assert_eq!(show(&out.stdout), want, "--io pool");
+            let line = err.lines().find(|l| l.contains("in flight: ")).unwrap();
+            assert!(
+                line.contains("statfs: fuse") && line.contains("blocking pool"),
+                "{line}"
+            );
+        }
         // Locally, rings try each request on the submitting thread first.
         let out = env.run(&["--stats"], &[t.root()]);
         let err = show(&out.stderr);

@@ -14,7 +14,11 @@
 //! strategy, a task whose next read would wait for the disk (`RWF_NOWAIT`
 //! said so) has the loop admit one more, up to [`MAX_READERS`] tasks, so
 //! cold small files get many reads in flight while warm ones keep to
-//! `workers` threads.
+//! `workers` threads. Where reads do not say when they wait (a network or
+//! FUSE file system: no `RWF_NOWAIT`) or the user fixed the depth
+//! (`--max-in-flight`), the depth policy of [`crate::inflight`] says how many
+//! tasks run, of [`POLICY_TASK_FILES`] files each so that a change of depth
+//! takes effect soon.
 //!
 //! Why not `tokio::fs`? On Linux tokio has no asynchronous file I/O: every
 //! `tokio::fs::File::read` is itself a `spawn_blocking` round trip, with the data
@@ -129,10 +133,21 @@ impl Runner for Async {
         let max = self.max_in_flight.unwrap_or_else(|| max_readers(workers));
         let (order, described) =
             sorted_plan(reading.policy().order, files, largest_first(files), reading);
-        run(files, &order, workers, max, reading, sink);
+        // The user's depth, or a network file system's, measured, sets the
+        // tasks running: reads there do not say when they wait. Elsewhere
+        // (a local disk, whatever it says it is) waiting reads add tasks.
+        let first = files.first().map(|f| f.path.as_path());
+        let depth = Shared::for_run(self.max_in_flight, first, (workers, max), Climb::FromHint)
+            .filter(|d| !d.is_cap())
+            .map(Arc::new);
+        run(files, &order, (workers, max), depth.clone(), reading, sink);
+        let in_flight = match depth {
+            Some(d) => format!("{} on the blocking pool", d.describe()),
+            None => format!("up to {max} in flight on the blocking pool"),
+        };
         Ran {
             io: Some(io),
-            in_flight: Some(format!("up to {max} in flight on the blocking pool")),
+            in_flight: Some(in_flight),
             order: described,
         }
     }
@@ -193,6 +208,10 @@ impl Async {
 
 /// A task returns after this many files...
 const TASK_FILES: usize = 1024;
+/// ...or this many where a depth policy sets the tasks running, which
+/// changes only as tasks end: 16 files are a few round trips' wait on a
+/// network file system, and still few hand-offs.
+const POLICY_TASK_FILES: usize = 16;
 /// ...or once it has hashed this many bytes, whichever comes first.
 const TASK_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -201,12 +220,27 @@ enum Msg {
     Blocked,
 }
 
-/// Hash `files` in the order `order` gives.
+/// What every task shares.
+struct Common {
+    tx: mpsc::UnboundedSender<Msg>,
+    files: Arc<[Job]>,
+    order: Arc<[usize]>,
+    /// The next place in `order`.
+    cursor: AtomicUsize,
+    reading: Arc<Reading>,
+    /// Hashing workers' buffers; extra readers get small ones (see threads).
+    bufs: Mutex<Vec<Buffer>>,
+    /// The depth policy, where it sets the tasks running.
+    depth: Option<Arc<Shared>>,
+}
+
+/// Hash `files` in the order `order` gives, on `workers` tasks, more (up to
+/// `max`) while reads wait for the disk, or as many as `depth` says.
 fn run(
     files: &[Job],
     order: &[usize],
-    workers: usize,
-    max: usize,
+    (workers, max): (usize, usize),
+    depth: Option<Arc<Shared>>,
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
 ) {
@@ -235,22 +269,25 @@ fn run(
             return;
         }
     };
-    let files: Arc<[Job]> = files.into();
-    // Hashing workers' buffers; extra readers get small ones (see threads).
-    let bufs: Arc<Mutex<Vec<Buffer>>> =
-        Arc::new(Mutex::new((0..workers).map(|_| new_buffer()).collect()));
-    let order: Arc<[usize]> = order.into();
-    let cursor = Arc::new(AtomicUsize::new(0));
+    let nfiles = files.len();
     let stopped = runtime.block_on(async {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let more = || cursor.load(Ordering::Relaxed) < order.len();
+        let common = Arc::new(Common {
+            tx,
+            files: files.into(),
+            order: order.into(),
+            cursor: AtomicUsize::new(0),
+            reading: reading.clone(),
+            bufs: Mutex::new((0..workers).map(|_| new_buffer()).collect()),
+            depth,
+        });
+        let more = || common.cursor.load(Ordering::Relaxed) < common.order.len();
         let spawn = || {
-            let (tx, files, reading, bufs) =
-                (tx.clone(), files.clone(), reading.clone(), bufs.clone());
-            let (order, cursor) = (order.clone(), cursor.clone());
+            let common = common.clone();
             tokio::task::spawn_blocking(move || {
+                let tx = common.tx.clone();
                 let mut done = Vec::new();
-                let body = || task(&tx, &files, &order, &cursor, &reading, &bufs, &mut done);
+                let body = || task(&common, &mut done);
                 // A task that panics (a bug; the default hook has printed
                 // it) still reports what it finished, and that it ended: the
                 // loop holds a sender itself, so it would wait forever for a
@@ -261,17 +298,18 @@ fn run(
             });
         };
         let mut in_flight = 0usize;
-        while in_flight < workers && in_flight < files.len() {
+        let start = common.depth.as_ref().map_or(workers, |d| d.target());
+        while in_flight < start.max(1) && in_flight < nfiles {
             spawn();
             in_flight += 1;
         }
-        let mut pending = files.len();
-        let mut reported = vec![false; files.len()];
+        let mut pending = nfiles;
+        let mut reported = vec![false; nfiles];
         while pending > 0 {
             let Some(msg) = rx.recv().await else { break };
             let done = match msg {
                 Msg::Blocked => {
-                    if in_flight < max && more() {
+                    if common.depth.is_none() && in_flight < max && more() {
                         spawn();
                         in_flight += 1;
                     }
@@ -280,10 +318,13 @@ fn run(
                 Msg::Done(done) => done,
             };
             pending -= done.len();
-            if more() {
+            in_flight -= 1;
+            // The policy's depth, else as many as before; at least one while
+            // files are left (nothing else would take them).
+            let want = common.depth.as_ref().map_or(in_flight + 1, |d| d.target());
+            while in_flight < want.max(1) && more() {
                 spawn();
-            } else {
-                in_flight -= 1;
+                in_flight += 1;
             }
             for (i, outcome) in done {
                 reported[i] = true;
@@ -311,29 +352,39 @@ fn run(
 
 /// One task on the blocking pool: hash files from the shared cursor into
 /// `done` until it has done enough (see the module doc).
-fn task(
-    tx: &mpsc::UnboundedSender<Msg>,
-    files: &[Job],
-    order: &[usize],
-    cursor: &AtomicUsize,
-    reading: &Reading,
-    bufs: &Mutex<Vec<Buffer>>,
-    done: &mut Vec<(usize, Outcome)>,
-) {
+fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) {
+    let Common {
+        tx,
+        files,
+        order,
+        cursor,
+        reading,
+        bufs,
+        depth,
+    } = common;
     let _hashing = reading.hashing();
     let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
     let blocked = |_| {
         let _ = tx.send(Msg::Blocked);
     };
+    let most = if depth.is_some() {
+        POLICY_TASK_FILES
+    } else {
+        TASK_FILES
+    };
     let mut bytes = 0u64;
-    while done.len() < TASK_FILES && bytes < TASK_BYTES {
+    while done.len() < most && bytes < TASK_BYTES {
         let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
             break;
         };
         let job = &files[i];
         test_hook(job);
         let outcome = hash(&job.request(reading, Some(&blocked)), &mut buf);
-        bytes += outcome.as_ref().map_or(0, |d| d.size);
+        let size = outcome.as_ref().map_or(0, |d| d.size);
+        if let Some(depth) = depth {
+            depth.completed(1, size);
+        }
+        bytes += size;
         done.push((i, outcome));
     }
     bufs.lock().unwrap().push(buf);
