@@ -182,6 +182,22 @@ pub fn show(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// The `--stats` line on files in flight in `stderr` ("in flight: ..."),
+/// and the depth it opens with, if it opens with one ("in flight: 16 in
+/// flight, settled ..."; a cap opens "at most 128"). Panics without one.
+pub fn in_flight(stderr: &str) -> (&str, Option<usize>) {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("in flight: "))
+        .unwrap_or_else(|| panic!("no in-flight line in {stderr}"));
+    let depth = line
+        .split("in flight: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok());
+    (line, depth)
+}
+
 /// A world-readable copy of `bin`, for running it as `nobody`: the checkout
 /// it was built in may sit under a directory `nobody` cannot enter. Keep the
 /// returned directory alive while the copy is used.

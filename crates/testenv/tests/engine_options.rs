@@ -304,10 +304,7 @@ fn hash_async_on_a_disk_that_seeks_drops_its_rings_to_one_read() {
         .arg(dir.path())
         .env("HASHRACE_TEST_SEEK_MS", "10"));
     let err = testenv::show(&out.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains("in flight: "))
-        .unwrap_or_else(|| panic!("no in-flight line in {err}"));
+    let (line, depth) = testenv::in_flight(&err);
     if !line.contains("a disk that says it spins") {
         eprintln!("skipped: the temporary directory's disk does not say it spins ({line})");
         return;
@@ -315,11 +312,6 @@ fn hash_async_on_a_disk_that_seeks_drops_its_rings_to_one_read() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(testenv::show(&out.stdout), testenv::show(&want));
     assert!(line.contains("the disk seeks"), "{line}");
-    let depth: usize = line
-        .split("in flight: ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no depth in {line}"));
+    let depth = depth.unwrap_or_else(|| panic!("no depth in {line}"));
     assert!(depth < 128, "the rings kept their full depth: {line}");
 }

@@ -537,13 +537,8 @@ fn a_stalled_server_grows_nothing_and_loses_nothing() {
             rss_kib < 256 * 1024,
             "{rss_kib} KiB resident during the stall"
         );
-        let line = err.lines().find(|l| l.contains("in flight: ")).unwrap();
-        let depth: usize = line
-            .split("in flight: ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no depth in {line}"));
+        let (line, depth) = testenv::in_flight(&err);
+        let depth = depth.unwrap_or_else(|| panic!("no depth in {line}"));
         assert!(depth <= 128, "{line}");
     });
 }
@@ -581,10 +576,7 @@ fn files_in_flight_follow_the_storage_or_the_user() {
             let err = show(&out.stderr);
             assert_eq!(out.status.code(), Some(0), "{opts:?}: {err}");
             assert_eq!(show(&out.stdout), want, "{opts:?}");
-            let line = err
-                .lines()
-                .find(|l| l.contains("in flight: "))
-                .unwrap_or_else(|| panic!("{opts:?}: no in-flight line in {err}"));
+            let (line, _) = testenv::in_flight(&err);
             assert!(line.contains(says), "{opts:?}: {line}");
             // io_uring's rings hand every request to the kernel's workers on
             // a network file system, whose opens would block the submitter,
@@ -601,7 +593,7 @@ fn files_in_flight_follow_the_storage_or_the_user() {
             let err = show(&out.stderr);
             assert_eq!(out.status.code(), Some(0), "{err}");
             assert_eq!(show(&out.stdout), want, "--io pool");
-            let line = err.lines().find(|l| l.contains("in flight: ")).unwrap();
+            let (line, _) = testenv::in_flight(&err);
             assert!(
                 line.contains("statfs: fuse") && line.contains("blocking pool"),
                 "{line}"
