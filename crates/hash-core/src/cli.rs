@@ -328,7 +328,7 @@ mod tests {
         for (s, want) in [
             (Strategy::Threads, "-j, --jobs <N> Number of hashing threads (more start while files wait for the disk) [default: CPUs available]"),
             (Strategy::Procs, "-j, --jobs <N> Number of worker processes [default: CPUs available]"),
-            (Strategy::Async, "-j, --jobs <N> Number of hashing threads (io_uring: one ring each, with many files in flight; --io pool: more start while files wait for the disk) [default: CPUs available]"),
+            (Strategy::Async, "-j, --jobs <N> Number of hashing threads (io_uring: one ring each, with many files in flight; --io pool: more start while files wait for a local disk) [default: CPUs available]"),
         ] {
             let help = command("hash-test", s).render_long_help().to_string();
             let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -51,7 +51,7 @@ pub(super) const DEF: Def = Def {
     args: |cmd| {
         use clap::Args;
         let worker = "hashing threads (io_uring: one ring each, with many files in flight; \
-                      --io pool: more start while files wait for the disk)";
+                      --io pool: more start while files wait for a local disk)";
         IoArgs::augment_args(JobsArgs::augment(cmd, worker))
     },
     runner: |m| {
@@ -101,8 +101,8 @@ pub struct Async {
     pub workers: usize,
     /// `--io`.
     pub io: IoMode,
-    /// Files in flight, if the user fixed it (`--max-in-flight`): io_uring's
-    /// slots over all rings, or the blocking pool's ceiling.
+    /// Files in flight, if the user fixed it (`--max-in-flight`): over all
+    /// io_uring rings, or the blocking pool's tasks.
     pub max_in_flight: Option<usize>,
 }
 
@@ -232,6 +232,8 @@ struct Common {
     bufs: Mutex<Vec<Buffer>>,
     /// The depth policy, where it sets the tasks running.
     depth: Option<Arc<Shared>>,
+    /// Tasks running that have not chosen to leave (see [`task`]).
+    running: AtomicUsize,
 }
 
 /// Hash `files` in the order `order` gives, on `workers` tasks, more (up to
@@ -258,7 +260,8 @@ fn run(
         return;
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(MAX_READERS)
+        // A fixed depth above it has its tasks run, not queue.
+        .max_blocking_threads(MAX_READERS.max(max))
         .thread_stack_size(THREAD_STACK)
         .build();
     let runtime = match runtime {
@@ -280,10 +283,12 @@ fn run(
             reading: reading.clone(),
             bufs: Mutex::new((0..workers).map(|_| new_buffer()).collect()),
             depth,
+            running: AtomicUsize::new(0),
         });
         let more = || common.cursor.load(Ordering::Relaxed) < common.order.len();
         let spawn = || {
             let common = common.clone();
+            common.running.fetch_add(1, Ordering::Relaxed);
             tokio::task::spawn_blocking(move || {
                 let tx = common.tx.clone();
                 let mut done = Vec::new();
@@ -292,7 +297,10 @@ fn run(
                 // it) still reports what it finished, and that it ended: the
                 // loop holds a sender itself, so it would wait forever for a
                 // task that says nothing. The file it was on stays pending.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+                let left = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+                if !left.unwrap_or(false) {
+                    common.running.fetch_sub(1, Ordering::Relaxed);
+                }
                 // A closed channel means the writer stopped: nothing to do.
                 let _ = tx.send(Msg::Done(done));
             });
@@ -351,8 +359,12 @@ fn run(
 }
 
 /// One task on the blocking pool: hash files from the shared cursor into
-/// `done` until it has done enough (see the module doc).
-fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) {
+/// `done` until it has done enough (see the module doc), or until the depth
+/// policy wants fewer tasks than are running: then it leaves, and says so
+/// (`true`), having taken itself off the count. Without leaving, the tasks
+/// of a higher depth would finish their files after a halving, and the
+/// controller would credit the lower depth with their work.
+fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) -> bool {
     let Common {
         tx,
         files,
@@ -361,17 +373,22 @@ fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) {
         reading,
         bufs,
         depth,
+        running,
     } = common;
     let _hashing = reading.hashing();
     let mut buf = bufs.lock().unwrap().pop().unwrap_or_else(Buffer::small);
     let blocked = |_| {
         let _ = tx.send(Msg::Blocked);
     };
-    let most = if depth.is_some() {
-        POLICY_TASK_FILES
-    } else {
-        TASK_FILES
+    // Under a policy, waiting reads add no task: no need to ask.
+    let hook = depth
+        .is_none()
+        .then_some(&blocked as &dyn Fn(std::time::Duration));
+    let most = match depth {
+        Some(d) if !d.is_fixed() => POLICY_TASK_FILES,
+        _ => TASK_FILES,
     };
+    let mut left = false;
     let mut bytes = 0u64;
     while done.len() < most && bytes < TASK_BYTES {
         let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
@@ -379,13 +396,23 @@ fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) {
         };
         let job = &files[i];
         test_hook(job);
-        let outcome = hash(&job.request(reading, Some(&blocked)), &mut buf);
+        let outcome = hash(&job.request(reading, hook), &mut buf);
         let size = outcome.as_ref().map_or(0, |d| d.size);
-        if let Some(depth) = depth {
-            depth.completed(1, size);
-        }
         bytes += size;
         done.push((i, outcome));
+        if let Some(depth) = depth {
+            depth.completed(1, size);
+            let target = depth.target();
+            let fewer = |n: usize| (n > target).then(|| n - 1);
+            if running
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, fewer)
+                .is_ok()
+            {
+                left = true;
+                break;
+            }
+        }
     }
     bufs.lock().unwrap().push(buf);
+    left
 }
