@@ -133,6 +133,9 @@ const RECHECK: u32 = 16;
 const RECHECK_AFTER: Duration = Duration::from_secs(1);
 /// A window is at least this long (shorter ones measure the clock's noise).
 const MIN_WINDOW: Duration = Duration::from_millis(5);
+/// A window shorter than this needs two files a reader (see
+/// [`Controller::record`]).
+const SHORT_WINDOW: Duration = Duration::from_millis(50);
 /// Bytes that count as much as one file in the throughput score: reading a
 /// file costs a few round trips or a seek, worth about this much transfer.
 const FILE_BYTES: f64 = 256.0 * 1024.0;
@@ -243,15 +246,20 @@ impl Controller {
         }
         let span = now.saturating_sub(self.opened);
         // A window needs time and enough completions that every reader
-        // finished about two files in it, and 16 files at least: on sshfs
-        // over the emulated `lan` (4,000 files/s) windows of one file per
-        // reader, a few milliseconds, doubled the depth on noise up to 128
-        // (slower there than 16–64) and the default ran at 0.88–0.94 of
+        // finished about one file in it; a window shorter than
+        // SHORT_WINDOW, two, and 16 files at least. On sshfs over the
+        // emulated `lan` (4,000 files/s) windows of one file per reader, a
+        // few milliseconds, doubled the depth on noise up to 128 (slower
+        // there than 16–64) and the default ran at 0.88–0.94 of
         // `--max-in-flight 16`/`32`; with two, 0.94–0.99 (medians of 12
-        // interleaved cold runs of 2,000 files, AMD EPYC guest).
-        // The spinning disk of `strategy::order`'s model settles as before
-        // (0.88 of its best, was 0.90).
-        if span < MIN_WINDOW || self.files < 2 * self.depth.max(8) as u64 {
+        // interleaved cold runs of 2,000 files, AMD EPYC guest). Two files a
+        // reader everywhere cost `wan` (20 ms round trips, windows of
+        // 60 ms and more anyway) 0.86 of `--max-in-flight 16`, against 0.96.
+        // The spinning disk of `strategy::order`'s model settles at 0.88 of
+        // its best (0.90 with one file a reader).
+        let counted = self.files >= self.depth.max(4) as u64
+            && (span >= SHORT_WINDOW || self.files >= 2 * self.depth.max(8) as u64);
+        if span < MIN_WINDOW || !counted {
             return self.depth;
         }
         let rate = (self.files as f64 + self.bytes as f64 / FILE_BYTES) / span.as_secs_f64();
