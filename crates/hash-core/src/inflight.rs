@@ -257,9 +257,12 @@ impl Controller {
         // 60 ms and more anyway) 0.86 of `--max-in-flight 16`, against 0.96.
         // The spinning disk of `strategy::order`'s model settles at 0.88 of
         // its best (0.90 with one file a reader).
-        let counted = self.files >= self.depth.max(4) as u64
-            && (span >= SHORT_WINDOW || self.files >= 2 * self.depth.max(8) as u64);
-        if span < MIN_WINDOW || !counted {
+        let need = if span >= SHORT_WINDOW {
+            self.depth.max(4)
+        } else {
+            2 * self.depth.max(8)
+        };
+        if span < MIN_WINDOW || self.files < need as u64 {
             return self.depth;
         }
         let rate = (self.files as f64 + self.bytes as f64 / FILE_BYTES) / span.as_secs_f64();
@@ -361,9 +364,8 @@ impl Controller {
 pub enum WorkerDepth {
     /// Fixed by the user (`--max-in-flight`); the `--stats` line.
     Fixed(usize, String),
-    /// A network file system's: the hint's depth, which is also as many
-    /// workers as fit the memory a run keeps to (see `hash-procs`); the
-    /// `--stats` line.
+    /// A network file system's: the hint's depth (16, or `-j` if more),
+    /// kept for the run (see `hash-procs`); the `--stats` line.
     Network(usize, String),
     /// The workers themselves (a local disk): the pool may add workers while
     /// files wait for the disk.
@@ -513,8 +515,9 @@ impl Policy for Shared {
 /// Where a measured depth on a network file system starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Climb {
-    /// From the hint's depth, up or down: each reader is a thread or a
-    /// process, with its stack and buffer, so readers start few.
+    /// From the hint's depth, up or down: each reader is a thread with its
+    /// stack and buffer (or a task of the blocking pool), so readers start
+    /// few.
     FromHint,
     /// From the most allowed, down while fewer do as well: a request in an
     /// io_uring costs only its slot and a kernel worker, and on the emulated
@@ -533,6 +536,20 @@ impl Shared {
     pub fn for_run(
         fixed: Option<usize>,
         first: Option<&Path>,
+        limits: (usize, usize),
+        climb: Climb,
+    ) -> Option<Shared> {
+        // A fixed depth asks nothing of the storage (on a network file
+        // system `statfs` is a round trip).
+        let hint = fixed.is_none().then(|| first.map(Hint::of)).flatten();
+        Shared::for_hint(fixed, hint.as_ref(), limits, climb)
+    }
+
+    /// [`Shared::for_run`] from the storage's hint, where the caller needs
+    /// it too.
+    pub fn for_hint(
+        fixed: Option<usize>,
+        hint: Option<&Hint>,
         (workers, max): (usize, usize),
         climb: Climb,
     ) -> Option<Shared> {
@@ -540,7 +557,7 @@ impl Shared {
             let origin = format!("--max-in-flight {n}");
             return Some(Shared::new(None, n.max(1), Storage::Unknown, origin));
         }
-        let hint = Hint::of(first?);
+        let hint = hint?;
         match hint.storage {
             Storage::Network => {
                 let start = match climb {
@@ -552,7 +569,7 @@ impl Shared {
                 let origin = format!("network ({})", hint.source);
                 Some(Shared::new(Some(c), start, hint.storage, origin))
             }
-            Storage::Rotational => Some(Shared::cap(max, hint.source)),
+            Storage::Rotational => Some(Shared::cap(max, hint.source.clone())),
             Storage::SolidState | Storage::Unknown => None,
         }
     }
@@ -604,6 +621,17 @@ impl Shared {
         self.seek.is_some()
     }
 
+    /// Whether one of `running` readers should leave: the depth wants fewer
+    /// (one always stays). Takes it off the count if so, by compare-and-swap,
+    /// so readers racing for one step down do not all leave.
+    pub fn leave(&self, running: &AtomicUsize) -> bool {
+        let target = self.target().max(1);
+        let fewer = |n: usize| (n > target).then(|| n - 1);
+        running
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, fewer)
+            .is_ok()
+    }
+
     /// Count a read that waited `wait` for the disk, with `readers` reading
     /// now. On a disk that says it spins, the first few decide whether it
     /// seeks; if it does, the depth drops to one read at a time and the
@@ -652,16 +680,18 @@ impl Shared {
 
     /// Count `files` completed files of `bytes` bytes in all.
     pub fn completed(&self, files: u64, bytes: u64) {
-        // A dormant cap (cached files, or a disk that does not seek) costs
-        // a load per file, not a clock reading.
-        if self.is_cap() && !self.seeking.load(Ordering::Relaxed) {
-            return;
-        }
-        self.completed_at(self.start.elapsed(), files, bytes);
+        self.count(files, bytes, || self.start.elapsed());
     }
 
     /// [`Shared::completed`] at `now` since the run started.
     pub fn completed_at(&self, now: Duration, files: u64, bytes: u64) {
+        self.count(files, bytes, || now);
+    }
+
+    /// Called for every file: a fixed depth or a dormant cap (cached files,
+    /// or a disk that does not seek) costs a load, and the clock is read
+    /// only when the controller looks.
+    fn count(&self, files: u64, bytes: u64, now: impl FnOnce() -> Duration) {
         let Some(controller) = &self.controller else {
             return;
         };
@@ -677,7 +707,7 @@ impl Shared {
         if let Ok(mut c) = controller.try_lock() {
             let files = self.files.swap(0, Ordering::Relaxed);
             let bytes = self.bytes.swap(0, Ordering::Relaxed);
-            let depth = c.record(now, files, bytes);
+            let depth = c.record(now(), files, bytes);
             self.target.store(depth, Ordering::Relaxed);
         }
     }
@@ -717,6 +747,27 @@ mod tests {
 
     /// A storage model: files per second at a depth, for files of `size` bytes.
     type Model = dyn Fn(usize) -> f64;
+
+    #[test]
+    fn a_short_window_needs_two_files_per_reader_a_long_one_one() {
+        let ms = Duration::from_millis;
+        // 16 in flight: the first 16 completions are the start's lag.
+        let fresh = || {
+            let mut c = Controller::new(16, 1, 128);
+            c.record(ms(0), 16, 0);
+            c
+        };
+        let mut c = fresh();
+        assert_eq!(c.record(ms(10), 20, 0), 16, "20 files in 10 ms: no window");
+        assert_eq!(c.record(ms(49), 0, 0), 16, "20 files in 49 ms: no window");
+        assert_ne!(c.record(ms(50), 0, 0), 16, "20 files in 50 ms: a window");
+        let mut c = fresh();
+        assert_eq!(c.record(ms(10), 31, 0), 16, "31 files in 10 ms: no window");
+        assert_ne!(c.record(ms(10), 1, 0), 16, "32 files in 10 ms: a window");
+        let mut c = fresh();
+        assert_eq!(c.record(ms(60), 15, 0), 16, "15 files in 60 ms: no window");
+        assert_ne!(c.record(ms(61), 1, 0), 16, "16 files in 61 ms: a window");
+    }
 
     /// Run `files` files of `size` bytes through the controller against
     /// `model`, completing them in groups as a pool would; the depth at the
@@ -795,8 +846,8 @@ mod tests {
             c.why()
         );
         // Bounded: a few thousand files, or a second of the storage's time
-        // where files are slow (a window needs a file per reader) or fast (a
-        // window needs 5 ms).
+        // where files are slow (a long window needs a file per reader) or
+        // fast (a window needs 5 ms and two files per reader).
         let (files, time) =
             settled.unwrap_or_else(|| panic!("{name}: never settled ({})", c.why()));
         assert!(

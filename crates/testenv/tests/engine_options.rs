@@ -275,15 +275,15 @@ fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
     }
 }
 
-/// On a disk that says it spins, `hash-async`'s rings give the seek test
-/// each read's wait per read in flight. Where the disk seeks (the test hook
-/// makes every read wait 10 ms per read in flight, as a spinning disk's
-/// would), the policy drops from the rings' 128 to one read and climbs from
-/// there, while the rings still hold reads started at the old depth: nothing
-/// is lost or hangs, the output is GNU's, and `--stats` says why. Skips
-/// where the temporary directory's disk does not say it spins.
+/// On a disk that says it spins, `hash-async`'s rings feed the seek test.
+/// Where the disk seeks (the test hook makes every read count as a 10 ms
+/// wait, as a spinning disk's would), the policy drops from the rings' 128
+/// to one read and climbs from there, while the rings still hold reads
+/// started at the old depth: nothing is lost or hangs, the output is GNU's,
+/// and `--stats` says why and where the depth went. Skips where the
+/// temporary directory's disk does not say it spins.
 #[test]
-fn hash_async_on_a_disk_that_seeks_drops_its_rings_to_one_read() {
+fn hash_async_on_a_disk_that_seeks_caps_its_rings() {
     if !cfg!(debug_assertions) {
         eprintln!("skipped: the seek hook is in debug builds only");
         return;

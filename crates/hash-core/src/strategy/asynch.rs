@@ -17,8 +17,8 @@
 //! `workers` threads. Where reads do not say when they wait (a network or
 //! FUSE file system: no `RWF_NOWAIT`) or the user fixed the depth
 //! (`--max-in-flight`), the depth policy of [`crate::inflight`] says how many
-//! tasks run, of [`POLICY_TASK_FILES`] files each so that a change of depth
-//! takes effect soon.
+//! tasks run; where it measures, of [`POLICY_TASK_FILES`] files each, so that
+//! a change of depth takes effect soon.
 //!
 //! Why not `tokio::fs`? On Linux tokio has no asynchronous file I/O: every
 //! `tokio::fs::File::read` is itself a `spawn_blocking` round trip, with the data
@@ -41,7 +41,7 @@ use super::{
     JobsArgs, Outcome, Ran, Runner, Sink, Strategy, THREAD_STACK,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::{Climb, Policy, Shared, Storage};
+use crate::inflight::{Climb, Hint, Policy, Shared, Storage};
 
 /// `hash-async`: `-j` threads and `--io`.
 pub(super) const DEF: Def = Def {
@@ -165,13 +165,13 @@ impl Async {
         reading: &Arc<Reading>,
         sink: &mut Sink<'_>,
     ) -> Ran {
-        let first = files.first().map(|f| f.path.as_path());
         let most = workers * slots;
-        let policy = Shared::for_run(self.max_in_flight, first, (workers, most), Climb::FromMost);
         // From the hint itself: a depth the user fixed says nothing of the
         // storage, and a FUSE open must not hold up the ring at any depth.
-        let hint = first.map(crate::inflight::Hint::of);
+        let hint = files.first().map(|f| Hint::of(&f.path));
         let network = hint.as_ref().is_some_and(|h| h.storage == Storage::Network);
+        let limits = (workers, most);
+        let policy = Shared::for_hint(self.max_in_flight, hint.as_ref(), limits, Climb::FromMost);
         let depth = uring::Depth::new(policy.as_ref());
         let order = uring::run(files, (workers, slots), &depth, network, reading, sink);
         // A ring always keeps one file (see `uring::Depth`), whatever the
@@ -188,9 +188,9 @@ impl Async {
                 p.describe()
             ),
             // A ring's reads queue behind each other: the seek test was
-            // given each wait divided by the reads in flight.
+            // given each wait divided by the reads served while it waited.
             (Some(p), _) if p.is_cap() => {
-                format!("{}; {rings}; waits per read in flight", p.describe())
+                format!("{}; {rings}; waits per read served", p.describe())
             }
             (Some(p), _) => format!("{}; {rings}", p.describe()),
             (None, Some(hint)) => {
@@ -208,7 +208,7 @@ impl Async {
 
 /// A task returns after this many files...
 const TASK_FILES: usize = 1024;
-/// ...or this many where a depth policy sets the tasks running, which
+/// ...or this many where a measured depth sets the tasks running, which
 /// changes only as tasks end: 16 files are a few round trips' wait on a
 /// network file system, and still few hand-offs.
 const POLICY_TASK_FILES: usize = 16;
@@ -236,6 +236,21 @@ struct Common {
     running: AtomicUsize,
 }
 
+/// The runtime for up to `max` tasks in flight. The async side only admits
+/// tasks and collects results, which the calling thread can do alone: a
+/// current-thread runtime saves a scheduler thread competing for the cores;
+/// the blocking pool does the hashing. tokio panics when its blocking pool
+/// cannot start even one thread, so this fails instead if not one can start
+/// now.
+fn runtime(max: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    thread_builder().spawn(|| {})?.join().ok();
+    tokio::runtime::Builder::new_current_thread()
+        // A fixed depth above it has its tasks run, not queue.
+        .max_blocking_threads(MAX_READERS.max(max))
+        .thread_stack_size(THREAD_STACK)
+        .build()
+}
+
 /// Hash `files` in the order `order` gives, on `workers` tasks, more (up to
 /// `max`) while reads wait for the disk, or as many as `depth` says.
 fn run(
@@ -246,25 +261,7 @@ fn run(
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
 ) {
-    // The async side only admits chunks and collects results, which the
-    // calling thread can do alone: a current-thread runtime saves a scheduler
-    // thread competing for the cores; the blocking pool does the hashing.
-    // tokio panics when its blocking pool cannot start even one thread:
-    // hash here instead if not one can start now.
-    if let Err(e) = thread_builder()
-        .spawn(|| {})
-        .map(std::thread::JoinHandle::join)
-    {
-        fewer_threads(0, workers, "tokio threads", &e);
-        super::serial::hash_in_order(files, reading, sink);
-        return;
-    }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        // A fixed depth above it has its tasks run, not queue.
-        .max_blocking_threads(MAX_READERS.max(max))
-        .thread_stack_size(THREAD_STACK)
-        .build();
-    let runtime = match runtime {
+    let runtime = match runtime(max) {
         Ok(runtime) => runtime,
         Err(e) => {
             fewer_threads(0, workers, "tokio threads", &e);
@@ -291,14 +288,14 @@ fn run(
             common.running.fetch_add(1, Ordering::Relaxed);
             tokio::task::spawn_blocking(move || {
                 let tx = common.tx.clone();
-                let mut done = Vec::new();
-                let body = || task(&common, &mut done);
+                let (mut done, mut left) = (Vec::new(), false);
+                let body = || task(&common, &mut done, &mut left);
                 // A task that panics (a bug; the default hook has printed
                 // it) still reports what it finished, and that it ended: the
                 // loop holds a sender itself, so it would wait forever for a
                 // task that says nothing. The file it was on stays pending.
-                let left = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-                if !left.unwrap_or(false) {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+                if !left {
                     common.running.fetch_sub(1, Ordering::Relaxed);
                 }
                 // A closed channel means the writer stopped: nothing to do.
@@ -360,11 +357,12 @@ fn run(
 
 /// One task on the blocking pool: hash files from the shared cursor into
 /// `done` until it has done enough (see the module doc), or until the depth
-/// policy wants fewer tasks than are running: then it leaves, and says so
-/// (`true`), having taken itself off the count. Without leaving, the tasks
-/// of a higher depth would finish their files after a halving, and the
-/// controller would credit the lower depth with their work.
-fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) -> bool {
+/// policy wants fewer tasks than are running: then it leaves, having taken
+/// itself off the count, and sets `left` (before anything else can panic).
+/// Without leaving, the tasks of a higher depth would finish their files
+/// after a halving, and the controller would credit the lower depth with
+/// their work.
+fn task(common: &Common, done: &mut Vec<(usize, Outcome)>, left: &mut bool) {
     let Common {
         tx,
         files,
@@ -388,7 +386,6 @@ fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) -> bool {
         Some(d) if !d.is_fixed() => POLICY_TASK_FILES,
         _ => TASK_FILES,
     };
-    let mut left = false;
     let mut bytes = 0u64;
     while done.len() < most && bytes < TASK_BYTES {
         let Some(&i) = order.get(cursor.fetch_add(1, Ordering::Relaxed)) else {
@@ -402,17 +399,11 @@ fn task(common: &Common, done: &mut Vec<(usize, Outcome)>) -> bool {
         done.push((i, outcome));
         if let Some(depth) = depth {
             depth.completed(1, size);
-            let target = depth.target();
-            let fewer = |n: usize| (n > target).then(|| n - 1);
-            if running
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, fewer)
-                .is_ok()
-            {
-                left = true;
+            if depth.leave(running) {
+                *left = true;
                 break;
             }
         }
     }
     bufs.lock().unwrap().push(buf);
-    left
 }

@@ -184,16 +184,7 @@ impl Pool<'_, '_> {
     /// fewer readers than there are (one always stays). Claims the exit, so
     /// racing threads cannot undershoot.
     fn leave(&self) -> bool {
-        let Some(depth) = self.depth else {
-            return false;
-        };
-        let target = depth.target().max(1);
-        let n = self.readers.load(Ordering::Relaxed);
-        n > target
-            && self
-                .readers
-                .compare_exchange(n, n - 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+        self.depth.is_some_and(|d| d.leave(self.readers))
     }
 
     /// Whether the depth policy wants more readers than there are. Where

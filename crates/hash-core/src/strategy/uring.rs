@@ -71,10 +71,11 @@ const FDS_KEPT: usize = 8;
 /// Results a ring thread collects before waking the writer.
 const BATCH: usize = 256;
 
-/// Test hook (debug builds only): every timed read waits this many
-/// milliseconds per read in flight, as on a disk that seeks, so that tests
-/// can drive the seek test, and the cap it starts, on any disk that says it
-/// spins.
+/// Test hook (debug builds only): every timed read counts as having waited
+/// this many milliseconds for each read served meanwhile, as on a disk that
+/// seeks, so that tests can drive the seek test, and the cap it starts, on
+/// any disk that says it spins. It gives the seek test exactly this wait,
+/// so it does not test how a wait is divided among the reads served.
 pub const HOOK_SEEK_MS: &str = "HASHRACE_TEST_SEEK_MS";
 
 /// [`HOOK_SEEK_MS`]'s wait, if set.

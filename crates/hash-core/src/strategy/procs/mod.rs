@@ -91,24 +91,21 @@ impl Runner for Procs {
         let workers = self.workers(files.len());
         let planned = largest_first(files);
         let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
-        let in_flight = match worker_depth(self.max_in_flight, first, workers) {
-            WorkerDepth::Fixed(depth, why) => {
-                let depth = clamp_workers(depth, files.len());
-                pool::run(files, &order, (depth, depth), false, reading, sink);
-                why
-            }
+        let start = worker_depth(self.max_in_flight, first, workers);
+        let in_flight = match start {
             // Network reads are far slower than a copy: workers read into
-            // small buffers, so the hint's 16 fit the 64 MiB a run keeps to
-            // (sshfs over the emulated `lan`, `hash-bench maxrss`, the
-            // tree's sum: 61 MiB, against 94 MiB with 2 MiB buffers). The
-            // depth stays there: more would not fit, and a controller could
-            // only park workers that still hold their memory (tried: parked
-            // as it halved, 16 workers at most, it settled at 8 and ran
-            // 1.06× longer on `lan`, median of 6 runs).
-            WorkerDepth::Network(depth, why) => {
+            // small buffers there, so the hint's 16 fit the 64 MiB a run
+            // keeps to (sshfs over the emulated `lan`, `hash-bench maxrss`,
+            // the tree's sum: 61 MiB, against 94 MiB with 2 MiB buffers).
+            // The depth stays there: more would not fit, and a controller
+            // could only park workers that still hold their memory (tried:
+            // parked as it halved, 16 workers at most, it settled at 8 and
+            // ran 1.06× longer on `lan`, median of 6 runs).
+            WorkerDepth::Fixed(depth, ref why) | WorkerDepth::Network(depth, ref why) => {
+                let small = matches!(start, WorkerDepth::Network(..));
                 let depth = clamp_workers(depth, files.len());
-                pool::run(files, &order, (depth, depth), true, reading, sink);
-                why
+                pool::run(files, &order, (depth, depth), small, reading, sink);
+                why.clone()
             }
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
