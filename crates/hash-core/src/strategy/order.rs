@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use super::Job;
 pub use crate::hasher::ReadOrder;
 use crate::hasher::{self, Reading};
-use crate::inflight::{Policy, Storage};
+use crate::inflight::{Policy, Shared, Storage};
 
 /// Files sorted at once: every file of any tree up to a million files, so
 /// that it is read in one sweep across the disk. A partial sort gains much
@@ -180,6 +180,16 @@ impl<'a> DiskOrder<'a> {
             sorted: AtomicUsize::new(0),
             by_offset: AtomicUsize::new(0),
         })
+    }
+
+    /// [`DiskOrder::new`] for a run under the depth policy `depth`: its
+    /// storage, and the policy only if it is a cap (a disk that says it
+    /// spins, no `--max-in-flight`), the one with the seek test that the
+    /// auto rule needs.
+    pub fn for_run(order: ReadOrder, depth: Option<&'a Shared>) -> Option<Self> {
+        let storage = depth.map_or(Storage::Unknown, Shared::storage);
+        let policy = depth.filter(|p| p.is_cap()).map(|p| p as &dyn Policy);
+        DiskOrder::new(order, storage, policy)
     }
 
     /// Whether the disk's order pays now (always, if the user asked for it).

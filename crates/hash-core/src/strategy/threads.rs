@@ -25,7 +25,7 @@ use super::{
     Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, Reading};
-use crate::inflight::{Climb, Policy, Shared, Storage};
+use crate::inflight::{Climb, Policy, Shared};
 
 /// `hash-threads`: `-j` threads.
 pub(super) const DEF: Def = Def {
@@ -74,14 +74,7 @@ impl Runner for Threads {
             (workers, max_readers(workers)),
             Climb::FromHint,
         );
-        let storage = depth.as_ref().map_or(Storage::Unknown, Shared::storage);
-        // Only a cap (a disk that says it spins, no --max-in-flight) has the
-        // seek test that the auto rule needs.
-        let policy = depth
-            .as_ref()
-            .filter(|d| d.is_cap())
-            .map(|d| d as &dyn Policy);
-        let disk = DiskOrder::new(reading.policy().order, storage, policy);
+        let disk = DiskOrder::for_run(reading.policy().order, depth.as_ref());
         run(files, workers, reading, sink, depth.as_ref(), disk.as_ref());
         Ran {
             in_flight: Some(depth.as_ref().map_or_else(

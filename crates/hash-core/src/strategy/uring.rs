@@ -59,7 +59,7 @@ use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
-use crate::inflight::{Policy, Shared, Storage};
+use crate::inflight::{Policy, Shared};
 use crate::stamp::Stamp;
 
 /// Bytes read per request.
@@ -182,13 +182,7 @@ pub(super) fn run(
     sink: &mut Sink<'_>,
 ) -> Option<String> {
     let (tx, rx) = mpsc::channel();
-    // As in `hash-threads`: only a cap has the seek test the auto rule needs.
-    let storage = depth.policy.map_or(Storage::Unknown, Shared::storage);
-    let policy = depth
-        .policy
-        .filter(|p| p.is_cap())
-        .map(|p| p as &dyn Policy);
-    let disk = DiskOrder::new(reading.policy().order, storage, policy);
+    let disk = DiskOrder::for_run(reading.policy().order, depth.policy);
     let queue = Queue::new(files, reading).in_disk_order(disk.as_ref());
     thread::scope(|scope| {
         for started in 0..workers {
