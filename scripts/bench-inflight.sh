@@ -8,6 +8,9 @@
 #   scripts/bench-inflight.sh [--location local|lan|wan] [--dataset NAME] [--runs N]
 #                             [--depths 1,2,4,...]
 #
+# --runs N runs N rounds; each round runs every command once (one hyperfine call per
+# round), and a row's figure is the median over the rounds.
+#
 # Cold means: local, the dataset's pages evicted (hash-bench evict) before every run;
 # lan/wan, the dataset served by `hash-bench mount` (sshfs through the link emulator)
 # and every page cache dropped (echo 3 > /proc/sys/vm/drop_caches, root) before every
@@ -26,7 +29,7 @@ while [ $# -gt 0 ]; do
         --dataset) dataset=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --depths) depths=$2; shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "bench-inflight: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -68,8 +71,42 @@ for b in hash-threads hash-procs hash-async; do
     cmds+=("$bin/$b $dir")
     for d in "${ds[@]}"; do cmds+=("$bin/$b --max-in-flight $d $dir"); done
 done
-hyperfine -N --style basic --prepare "$prepare" --runs "$runs" \
-    --export-json "$tmp/h.json" "${cmds[@]}" >&2
+# Rounds, not rows: each round runs every command once, so a host that slows down for a few
+# minutes (shared cores, a busy link emulator) slows every row alike rather than the few rows
+# that ran then. Every other round runs the list backwards, so no command always follows
+# the same one.
+for r in $(seq "$runs"); do
+    order=("${cmds[@]}")
+    if [ $((r % 2)) = 0 ]; then
+        order=()
+        for ((i = ${#cmds[@]} - 1; i >= 0; i--)); do order+=("${cmds[i]}"); done
+    fi
+    echo "bench-inflight: round $r of $runs" >&2
+    hyperfine -N --style basic --prepare "$prepare" --runs 1 \
+        --export-json "$tmp/round$r.json" "${order[@]}" >&2
+done
+python3 - "$tmp/h.json" $(seq -f "$tmp/round%g.json" "$runs") <<'PY'
+# One hyperfine-shaped export: each command's times from every round, in round order.
+import json, statistics, sys
+merged = {}
+for f in sys.argv[2:]:
+    for r in json.load(open(f))["results"]:
+        m = merged.setdefault(r["command"], {"command": r["command"], "times": [], "user": [],
+                                             "system": [], "exit_codes": []})
+        m["times"] += r["times"]
+        m["user"].append(r["user"])
+        m["system"].append(r["system"])
+        m["exit_codes"] += r["exit_codes"]
+out = []
+for m in merged.values():
+    t = m["times"]
+    out.append({"command": m["command"], "mean": statistics.mean(t),
+                "stddev": statistics.stdev(t) if len(t) > 1 else None,
+                "median": statistics.median(t), "user": statistics.mean(m["user"]),
+                "system": statistics.mean(m["system"]), "min": min(t), "max": max(t),
+                "times": t, "exit_codes": m["exit_codes"]})
+json.dump({"results": out}, open(sys.argv[1], "w"), indent=2)
+PY
 
 # The policy's choice, from one more cold run of each default.
 for b in hash-threads hash-procs hash-async; do
@@ -96,13 +133,14 @@ res = {}
 for r in json.load(open(hj))["results"]:
     cmd = r["command"].replace(bindir, "").replace(" " + d, "")
     res[cmd] = statistics.median(r["times"])
+    rounds = len(r["times"])
 choices = dict(l.rstrip("\n").split("\t", 1) for l in open(choice_tsv) if "\t" in l)
 bins = ["hash-threads", "hash-procs", "hash-async"]
 depths = sorted({int(m.group(1)) for c in res for m in [re.search(r"--max-in-flight (\d+)", c)] if m})
 serial = res["hash-serial"]
 md = [f"# In flight against fixed depths: {dataset}, {location}, cold",
       "",
-      f"{cpu}; {stamp}; {files} files; median of the runs, {unit} (and × `hash-serial`, "
+      f"{cpu}; {stamp}; {files} files; median of {rounds} rounds (each runs every row once), {unit} (and × `hash-serial`, "
       f"{fmt.format(per / serial)} {unit} in {serial:.3f} s).",
       "",
       "| `--max-in-flight` | " + " | ".join(f"`{b}`" for b in bins) + " |",
