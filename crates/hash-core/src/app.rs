@@ -219,7 +219,10 @@ fn hash(
             run_cached(c, &how, &plan, &mut deliver)
         }
     };
-    let (strategy, workers) = (engine.strategy(), engine.workers(plan.files.len()));
+    let strategy = engine.strategy();
+    let workers = ran
+        .workers
+        .unwrap_or_else(|| engine.workers(plan.files.len()));
     let info = RunInfo {
         strategy: strategy.name(),
         workers,

@@ -298,6 +298,36 @@ pub struct Opened {
     pub size: u64,
     /// What `fstat` said of it when opened.
     pub stamp: Stamp,
+    /// Counts it among the files open for hashing while it lives.
+    pub counted: Counted,
+}
+
+/// Files the hashers hold open, over every thread of the process (see
+/// [`open`]: an open that finds no descriptor left waits while any is).
+static FILES_OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// One of [`FILES_OPEN`], until dropped.
+#[derive(Debug)]
+pub struct Counted(());
+
+impl Counted {
+    /// Count one more file open.
+    pub fn new() -> Counted {
+        FILES_OPEN.fetch_add(1, Ordering::Relaxed);
+        Counted(())
+    }
+}
+
+impl Default for Counted {
+    fn default() -> Counted {
+        Counted::new()
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        FILES_OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Open `path` for hashing: non-blocking, regular files only, following a
@@ -417,6 +447,7 @@ pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
         size,
         file,
         stamp: Stamp::of(&st),
+        counted: Counted::new(),
     })
 }
 
@@ -520,12 +551,50 @@ pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> 
 
 /// Open the file `req` names, with the checks [`hash`] makes before it reads
 /// (a caller may look at its size first: see `strategy::procs`).
+///
+/// An open that fails for want of descriptors (`EMFILE`, `ENFILE`: a low
+/// `ulimit -n`, a depth the user set above it, a network file system that
+/// holds every reader's file open for round trips) is tried again while
+/// other files are open (or being opened) for hashing, since one of them
+/// closes soon; a failure with none, or after [`DESCRIPTORS_WAIT`], is the
+/// file's error. Without this, on sshfs under `ulimit -n 20`, `hash-threads
+/// --max-in-flight 17` reported most of 308 files as "Too many open files".
 pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
-    match (req.dir, req.path.file_name()) {
-        (Some(dir), Some(name)) if !req.follow => open_in(dir, name),
-        _ => open_path(req.path, req.follow),
+    let mut pause = std::time::Duration::from_micros(100);
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        // Counted while it opens too: on a network file system an open and
+        // its `fstat` take round trips, and a thread that found no
+        // descriptor must see those opening as holding one.
+        let opening = Counted::new();
+        let res = match (req.dir, req.path.file_name()) {
+            (Some(dir), Some(name)) if !req.follow => open_in(dir, name),
+            _ => open_path(req.path, req.follow),
+        };
+        let Err(ErrorKind::Io(e)) = &res else {
+            return res;
+        };
+        let out_of_descriptors = [Errno::MFILE, Errno::NFILE]
+            .iter()
+            .any(|n| e.raw_os_error() == Some(n.raw_os_error()));
+        if !out_of_descriptors
+            || FILES_OPEN.load(Ordering::Relaxed) <= 1
+            || waited >= DESCRIPTORS_WAIT
+            || req.reading.stopped()
+        {
+            return res;
+        }
+        drop(opening);
+        std::thread::sleep(pause);
+        waited += pause;
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
 }
+
+/// The longest an open waits for a descriptor (see [`open`]): long enough
+/// for a file being read over a slow link to close, short enough that a run
+/// whose descriptors never come back still ends.
+const DESCRIPTORS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
 /// long between a file's first stamp (at its open) and its first byte, so

@@ -86,6 +86,50 @@ fn io_pool_makes_no_io_uring_call_in_any_mode() {
     }
 }
 
+/// `--max-in-flight N` below `-j` is N files in flight, not `-j`: io_uring
+/// sets up N rings (a ring keeps a file at least), `hash-procs` starts N
+/// workers, and `--stats` names the workers that ran. Before, `hash-async -j
+/// 8 --max-in-flight 1` kept 8 files in flight and said 1.
+#[test]
+fn a_fixed_depth_below_the_workers_is_what_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        std::fs::write(dir.path().join(format!("f{i}")), pattern(1000 + i)).unwrap();
+    }
+    let root = dir.path().as_os_str();
+    let fixed = [
+        OsStr::new("-j"),
+        OsStr::new("8"),
+        OsStr::new("--max-in-flight"),
+    ];
+    let mut cases: Vec<(&str, &str, &str)> = vec![("hash-procs", "clone", "1")];
+    if io_uring_works() {
+        cases.push(("hash-async", "io_uring_setup", "2"));
+    }
+    for (bin, call, depth) in cases {
+        let mut args = fixed.to_vec();
+        args.extend([OsStr::new(depth), OsStr::new("--stats"), root]);
+        let Some((calls, code)) = traced(bin, &args, call) else {
+            return;
+        };
+        assert_eq!(code, 0, "{bin}");
+        let made = calls.lines().filter(|l| l.contains(call)).count();
+        let n: usize = depth.parse().unwrap();
+        // hash-procs: a clone per worker (and none besides, for 40 small
+        // files: the parent's threads are spawned with clone3). hash-async:
+        // io_uring_setup per ring, and one that asks whether it works.
+        let want = if bin == "hash-async" { n + 1 } else { n };
+        assert!(
+            made <= want,
+            "{bin} -j 8 --max-in-flight {depth}: {made} {call}:\n{calls}"
+        );
+        let out = run(Command::new(binary(bin)).args(&args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let says = format!("{n} worker{}", if n == 1 { "" } else { "s" });
+        assert!(err.contains(&says), "{bin}: {err}");
+    }
+}
+
 /// `mmap` calls of hashed windows: private read-only mappings filled at once
 /// (`MAP_POPULATE`). The loader's and allocator's maps are not populated, and
 /// io_uring's rings are shared and writable.

@@ -121,9 +121,14 @@ impl Runner for Async {
         let io = match self.io {
             IoMode::Pool => "pool".to_owned(),
             IoMode::Auto | IoMode::Uring => {
-                match uring::available().map(|()| uring::slots(workers, self.max_in_flight)) {
+                // A ring keeps one file at least: fewer files in flight than
+                // `-j` take fewer rings.
+                let rings = workers.min(self.max_in_flight.unwrap_or(usize::MAX));
+                match uring::available().map(|()| uring::slots(rings, self.max_in_flight)) {
                     Ok(slots) if slots > 0 => {
-                        return self.on_rings(files, (workers, slots), reading, sink);
+                        let mut ran = self.on_rings(files, (rings, slots), reading, sink);
+                        ran.workers = (rings < workers).then_some(rings);
+                        return ran;
                     }
                     Ok(_) => "pool (too few file descriptors left for io_uring)".into(),
                     Err(why) => format!("pool (io_uring unavailable: {why})"),
@@ -149,6 +154,7 @@ impl Runner for Async {
             io: Some(io),
             in_flight: Some(in_flight),
             order: described,
+            workers: None,
         }
     }
 }
@@ -176,11 +182,18 @@ impl Async {
         let order = uring::run(files, (workers, slots), &depth, network, reading, sink);
         // A ring always keeps one file (see `uring::Depth`), whatever the
         // depth says.
+        let plural = if workers == 1 { "" } else { "s" };
         let rings = match &policy {
             Some(p) if p.target() < workers => {
-                format!("{workers} rings of {slots}, one file in each at least")
+                format!("{workers} ring{plural} of {slots}, one file in each at least")
             }
-            _ => format!("{workers} rings of {slots}"),
+            // The open-file limit left fewer slots than the user's depth.
+            Some(p) if p.is_fixed() && most < p.target() => {
+                format!(
+                    "{workers} ring{plural} of {slots}: {most} at most, for want of descriptors"
+                )
+            }
+            _ => format!("{workers} ring{plural} of {slots}"),
         };
         let in_flight = match (&policy, hint) {
             (Some(p), _) if network => format!(
@@ -202,6 +215,7 @@ impl Async {
             io: Some("io_uring".into()),
             in_flight: Some(in_flight),
             order,
+            workers: None,
         }
     }
 }

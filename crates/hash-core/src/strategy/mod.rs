@@ -131,6 +131,10 @@ pub struct Ran {
     pub in_flight: Option<String>,
     /// How many files were read in the disk's order, if any were.
     pub order: Option<String>,
+    /// The workers that ran, where fewer than the strategy's own count did
+    /// (a depth the user fixed below `-j`, workers that could not start):
+    /// `--stats` and the JSON summary say this, not what was asked.
+    pub workers: Option<usize>,
 }
 
 /// The value every mode runs on: a strategy with its settings, and the read

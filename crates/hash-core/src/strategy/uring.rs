@@ -557,6 +557,7 @@ impl Ring<'_, '_> {
                     file,
                     size: slot.size,
                     stamp: slot.stamp,
+                    counted: hasher::Counted::new(),
                 };
                 let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
                 Ok(hasher::hash_opened(&opened, buf, self.queue.reading, None)?)
@@ -604,7 +605,9 @@ fn opened(slot: &mut Slot, res: i32) -> Option<Outcome> {
     // SAFETY: a successful openat returns a new descriptor that nobody else owns.
     let file = unsafe { File::from_raw_fd(res) };
     match hasher::checked_file(file) {
-        Ok(hasher::Opened { file, size, stamp }) => {
+        Ok(hasher::Opened {
+            file, size, stamp, ..
+        }) => {
             // O_NONBLOCK kept a FIFO from blocking the open; for a regular
             // file it would only make some filesystems answer EAGAIN.
             // We opened it O_RDONLY|O_NONBLOCK (O_NOFOLLOW and O_CLOEXEC are

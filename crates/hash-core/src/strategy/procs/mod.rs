@@ -92,6 +92,7 @@ impl Runner for Procs {
         let planned = largest_first(files);
         let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
         let start = worker_depth(self.max_in_flight, first, workers);
+        let mut ran_workers = None;
         let in_flight = match start {
             // Network reads are far slower than a copy: workers read into
             // small buffers there, so the hint's 16 fit the 64 MiB a run
@@ -104,8 +105,14 @@ impl Runner for Procs {
             WorkerDepth::Fixed(depth, ref why) | WorkerDepth::Network(depth, ref why) => {
                 let small = matches!(start, WorkerDepth::Network(..));
                 let depth = clamp_workers(depth, files.len());
-                pool::run(files, &order, (depth, depth), small, reading, sink);
-                why.clone()
+                let ran = pool::run(files, &order, (depth, depth), small, reading, sink);
+                // Not one started: this process hashed them, one at a time.
+                ran_workers = Some(ran.max(1));
+                if ran < depth {
+                    format!("{ran} worker processes ran, not {depth}: {why}")
+                } else {
+                    why.clone()
+                }
             }
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
@@ -121,6 +128,7 @@ impl Runner for Procs {
         Ran {
             in_flight: Some(in_flight),
             order: described,
+            workers: ran_workers,
             ..Ran::default()
         }
     }
