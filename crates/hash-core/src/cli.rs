@@ -93,9 +93,9 @@ pub struct CommonArgs {
 
     /// The order files are read in (the output order never changes): as planned, or
     /// sorted by where their data lies on the disk (an extra open and FIEMAP ioctl per
-    /// file, which pays only on a disk that seeks). auto sorts in hash-threads only, on a
-    /// disk that says it spins and whose first reads wait as long as a seek, once one or
-    /// two reads in flight do best.
+    /// file, which pays only on a disk that seeks). auto sorts only in hash-threads and
+    /// hash-async's io_uring, on a disk that says it spins and whose first reads wait as
+    /// long as a seek, once one or two reads in flight do best; elsewhere it keeps the plan.
     #[arg(long, value_enum, value_name = "ORDER", default_value_t = ReadOrder::Auto)]
     pub read_order: ReadOrder,
 

@@ -94,6 +94,10 @@ pub struct Reading {
     /// the run reads from the disk (the progress line's hint for what its
     /// small files will cost before any has been read).
     uncached: AtomicBool,
+    /// Whether a large cached file took the data path (mapped or read by
+    /// [`crate::datapath`]'s choice): on a network file system none does,
+    /// whatever `--data-path` asked.
+    took_data_path: AtomicBool,
     cores: std::sync::OnceLock<usize>,
 }
 
@@ -107,10 +111,13 @@ impl Reading {
         }
     }
 
-    /// The way large cached files are going, once known (see
-    /// [`crate::datapath`]), and the timed segments that decided it.
+    /// The way large cached files went, once known (see
+    /// [`crate::datapath`]), and the timed segments that decided it; no way
+    /// when no file took one.
     pub fn data_path(&self) -> (Option<crate::datapath::Way>, crate::datapath::Samples) {
-        (self.chooser.decided(), self.chooser.samples())
+        let took = self.took_data_path.load(Ordering::Relaxed);
+        let way = self.chooser.decided().filter(|_| took);
+        (way, self.chooser.samples())
     }
 
     /// The policy this run reads by.
@@ -761,6 +768,7 @@ fn read_here(
 /// segments that take turns. A file that grew is read on to a read of 0.
 fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result<FileDigest> {
     use crate::datapath::{Way, SEGMENT};
+    reading.took_data_path.store(true, Ordering::Relaxed);
     let size = opened.size;
     let mut run = Running::default();
     let way = loop {

@@ -578,6 +578,33 @@ fn a_depth_above_the_open_file_limit_loses_no_file_on_a_network() {
     });
 }
 
+/// Files on a network file system are read, never mapped, whatever
+/// `--data-path` asks: `--stats` claims no data path that no file took.
+/// (It said "data path: map" there.) On the local disk the same run says it,
+/// so the test can see the line.
+#[test]
+fn stats_claim_no_data_path_a_network_file_did_not_take() {
+    let t = Tree::new();
+    t.file(b"big", &pattern(3 << 20));
+    let Some((t, fs)) = mounted(t) else {
+        return;
+    };
+    let want = reference_mounted(&t, &fs);
+    each_binary(|env| {
+        let args = ["--stats", "--data-path", "map"];
+        let out = env.run(&args, &[fs.root()]);
+        let err = show(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(show(&out.stdout), want);
+        assert!(!err.contains("data path:"), "{err}");
+        // hash-procs' workers choose for themselves; the parent says nothing.
+        if env.name() != "hash-procs" {
+            let local = show(&env.run(&args, &[t.root()]).stderr);
+            assert!(local.contains("data path: map"), "{local}");
+        }
+    });
+}
+
 /// A tree of `n` small files and its sshfs mount (`None` after saying why).
 fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     let t = Tree::new();
