@@ -251,6 +251,15 @@ fn limited(bin: &Path, letter: char, limit: u64, args: &[&OsStr]) -> std::proces
     sh(&script, bin, args)
 }
 
+/// Asserts that `err`, the stderr of `env`'s run `what`, says nothing but
+/// that fewer workers than asked could start (said once, plainly).
+fn says_only_fewer_workers(env: &testenv::TestEnv, err: &str, what: &str) {
+    let fewer = format!("{}: could start only ", env.name());
+    for line in err.lines() {
+        assert!(line.starts_with(&fewer), "{what}: {err}");
+    }
+}
+
 #[test]
 fn a_low_open_file_limit_loses_no_file() {
     let t = Tree::new();
@@ -269,12 +278,8 @@ fn a_low_open_file_limit_loses_no_file() {
                 let out = limited(env.path(), 'n', limit, &args);
                 let err = show(&out.stderr);
                 assert_eq!(out.status.code(), Some(0), "-n {limit} {variant:?}: {err}");
-                // No file is lost to the limit; fewer workers than asked
-                // are said once, plainly.
-                for line in err.lines() {
-                    let fewer = format!("{}: could start only ", env.name());
-                    assert!(line.starts_with(&fewer), "-n {limit} {variant:?}: {err}");
-                }
+                // No file is lost to the limit.
+                says_only_fewer_workers(env, &err, &format!("-n {limit} {variant:?}"));
                 assert!(out.stdout == want, "-n {limit} {variant:?}: output differs");
             }
         }
@@ -300,13 +305,7 @@ fn a_low_address_space_limit_runs_with_the_threads_it_can_start() {
         assert_eq!(out.status.code(), Some(0), "{err}");
         // ...and every file is there, with GNU's digest.
         assert!(out.stdout == want, "output differs: {err}");
-        // Fewer threads than asked are said once, plainly.
-        for line in err.lines() {
-            assert!(
-                line.starts_with(&format!("{}: could start only ", env.name())),
-                "{err}"
-            );
-        }
+        says_only_fewer_workers(env, &err, "-v 204800 -j 32");
     });
 }
 
@@ -568,11 +567,7 @@ fn a_depth_above_the_open_file_limit_loses_no_file_on_a_network() {
                 let what = format!("-n 20 {variant:?} --max-in-flight {depth}");
                 assert_eq!(out.status.code(), Some(0), "{what}: {err}");
                 assert!(show(&out.stdout) == want, "{what}: output differs");
-                // Workers that could not start are said once, plainly.
-                for line in err.lines() {
-                    let fewer = format!("{}: could start only ", env.name());
-                    assert!(line.starts_with(&fewer), "{what}: {err}");
-                }
+                says_only_fewer_workers(env, &err, &what);
             }
         }
     });
