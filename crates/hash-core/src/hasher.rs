@@ -306,7 +306,7 @@ pub struct Opened {
     /// What `fstat` said of it when opened.
     pub stamp: Stamp,
     /// Counts it among the files open for hashing while it lives.
-    pub counted: Counted,
+    pub(crate) _counted: Counted,
 }
 
 /// Files the hashers hold open, over every thread of the process (see
@@ -315,19 +315,13 @@ static FILES_OPEN: AtomicUsize = AtomicUsize::new(0);
 
 /// One of [`FILES_OPEN`], until dropped.
 #[derive(Debug)]
-pub struct Counted(());
+pub(crate) struct Counted(());
 
 impl Counted {
     /// Count one more file open.
-    pub fn new() -> Counted {
+    pub(crate) fn new() -> Counted {
         FILES_OPEN.fetch_add(1, Ordering::Relaxed);
         Counted(())
-    }
-}
-
-impl Default for Counted {
-    fn default() -> Counted {
-        Counted::new()
     }
 }
 
@@ -454,7 +448,7 @@ pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
         size,
         file,
         stamp: Stamp::of(&st),
-        counted: Counted::new(),
+        _counted: Counted::new(),
     })
 }
 
