@@ -305,8 +305,9 @@ pub struct Opened {
     pub size: u64,
     /// What `fstat` said of it when opened.
     pub stamp: Stamp,
-    /// Counts it among the files open for hashing while it lives.
-    pub(crate) _counted: Counted,
+    /// Counts it, while it lives, among the files [`open`] opened (those
+    /// the io_uring rings open are not counted: they never wait in `open`).
+    pub(crate) _counted: Option<Counted>,
 }
 
 /// Files the hashers hold open, over every thread of the process (see
@@ -448,7 +449,7 @@ pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
         size,
         file,
         stamp: Stamp::of(&st),
-        _counted: Counted::new(),
+        _counted: None,
     })
 }
 
@@ -567,13 +568,21 @@ pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
         // Counted while it opens too: on a network file system an open and
         // its `fstat` take round trips, and a thread that found no
         // descriptor must see those opening as holding one.
+        // Once open, the file keeps the same count.
         let opening = Counted::new();
         let res = match (req.dir, req.path.file_name()) {
             (Some(dir), Some(name)) if !req.follow => open_in(dir, name),
             _ => open_path(req.path, req.follow),
         };
-        let Err(ErrorKind::Io(e)) = &res else {
-            return res;
+        let e = match res {
+            Ok(opened) => {
+                return Ok(Opened {
+                    _counted: Some(opening),
+                    ..opened
+                })
+            }
+            Err(ErrorKind::Io(e)) => e,
+            Err(other) => return Err(other),
         };
         let out_of_descriptors = [Errno::MFILE, Errno::NFILE]
             .iter()
@@ -583,7 +592,7 @@ pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
             || waited >= DESCRIPTORS_WAIT
             || req.reading.stopped()
         {
-            return res;
+            return Err(ErrorKind::Io(e));
         }
         drop(opening);
         std::thread::sleep(pause);

@@ -507,14 +507,7 @@ fn tree_tasks_and_rss(pid: u32) -> (usize, u64) {
 /// bounded, and once the server answers the run ends with every file right.
 #[test]
 fn a_stalled_server_grows_nothing_and_loses_nothing() {
-    let Some((t, fs)) = network_small_files(400) else {
-        return;
-    };
-    let want = reference_mounted(&t, &fs);
-    each_binary(|env| {
-        if !env.is_parallel() {
-            return;
-        }
+    each_parallel_binary_on_a_mount(400, |env, t, fs, want| {
         // The server stops when it opens the first file in name order,
         // which every strategy reads among its first: the walk is done and
         // the reads have begun.
@@ -549,14 +542,7 @@ fn a_stalled_server_grows_nothing_and_loses_nothing() {
 /// 20` reported most of 300 files as "Too many open files" in every run.)
 #[test]
 fn a_depth_above_the_open_file_limit_loses_no_file_on_a_network() {
-    let Some((t, fs)) = network_small_files(300) else {
-        return;
-    };
-    let want = reference_mounted(&t, &fs);
-    each_binary(|env| {
-        if !env.is_parallel() {
-            return;
-        }
+    each_parallel_binary_on_a_mount(300, |env, _, fs, want| {
         for variant in env.variants() {
             for depth in ["17", "64"] {
                 let mut args: Vec<&OsStr> = variant.iter().map(OsStr::new).collect();
@@ -600,6 +586,24 @@ fn stats_claim_no_data_path_a_network_file_did_not_take() {
     });
 }
 
+/// Run `test` for each parallel binary on a tree of `n` small files mounted
+/// over sshfs, given GNU's output for the mount; skipped, saying why, where
+/// no mount can be made.
+fn each_parallel_binary_on_a_mount(
+    n: usize,
+    test: impl Fn(&testenv::TestEnv, &Tree, &testenv::sshfs::Sshfs, &str),
+) {
+    let Some((t, fs)) = network_small_files(n) else {
+        return;
+    };
+    let want = reference_mounted(&t, &fs);
+    each_binary(|env| {
+        if env.is_parallel() {
+            test(env, &t, &fs, &want);
+        }
+    });
+}
+
 /// A tree of `n` small files and its sshfs mount (`None` after saying why).
 fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
     let t = Tree::new();
@@ -611,15 +615,8 @@ fn network_small_files(n: usize) -> Option<(Tree, testenv::sshfs::Sshfs)> {
 
 #[test]
 fn files_in_flight_follow_the_storage_or_the_user() {
-    let Some((t, fs)) = network_small_files(120) else {
-        return;
-    };
-    let local = show(&reference("-H", &[t.root()]));
-    let want = reference_mounted(&t, &fs);
-    each_binary(|env| {
-        if !env.is_parallel() {
-            return;
-        }
+    each_parallel_binary_on_a_mount(120, |env, t, fs, want| {
+        let local = show(&reference("-H", &[t.root()]));
         // On the mount, the depth starts from the network hint (statfs says
         // FUSE), and a fixed depth is the user's; the output never changes.
         for (opts, says) in [

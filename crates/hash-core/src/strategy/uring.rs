@@ -557,7 +557,7 @@ impl Ring<'_, '_> {
                     file,
                     size: slot.size,
                     stamp: slot.stamp,
-                    _counted: hasher::Counted::new(),
+                    _counted: None,
                 };
                 let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
                 Ok(hasher::hash_opened(&opened, buf, self.queue.reading, None)?)
