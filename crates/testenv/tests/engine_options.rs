@@ -26,7 +26,15 @@ fn traced(bin: &str, args: &[&OsStr], calls: &str) -> Option<(String, i32)> {
             return None;
         }
     };
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    // A call that another thread's call interrupts is traced on two lines,
+    // the second "<... name resumed>": keep the first, so that a call is one
+    // line and counting lines counts calls.
+    let text: String = std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(" resumed>"))
+        .flat_map(|l| [l, "\n"])
+        .collect();
     if text.is_empty() && !out.status.success() {
         let why = String::from_utf8_lossy(&out.stderr);
         eprintln!("skipped: strace could not trace ({})", why.trim());
