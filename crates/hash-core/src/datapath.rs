@@ -202,11 +202,21 @@ impl Chooser {
 }
 
 /// The `--stats` line about the data path of a run that asked for `path`:
-/// what was used and, when measured, the timings that chose it. `None` when
-/// a measuring run hashed no large cached file on this process (or not
-/// enough to decide).
+/// what was used and, when measured, the timings that chose it, or that too
+/// few were timed to choose. `None` when no large cached file took a data
+/// path in this process.
 pub fn describe(path: DataPath, decided: Option<Way>, samples: &Samples) -> Option<String> {
-    let way = decided?;
+    let Some(way) = decided else {
+        // Only a segment of a large cached file is timed, so a sample says
+        // one took the data path, though too few did to decide.
+        let (map, read) = (samples.map.len(), samples.read.len());
+        return (map + read > 0).then(|| {
+            format!(
+                "data path: not decided (timed {map} map and {read} read segments of the \
+                 {SAMPLES} each it takes: too few large cached files); they took turns"
+            )
+        });
+    };
     if path != DataPath::Auto {
         return Some(format!(
             "data path: {} (--data-path {})",
@@ -326,6 +336,15 @@ mod tests {
     fn the_stats_line_says_what_was_used_and_why() {
         let none = Samples::default();
         assert_eq!(describe(DataPath::Auto, None, &none), None);
+        let few = Samples {
+            map: vec![1.0, 1.0],
+            read: vec![1.0],
+        };
+        assert_eq!(
+            describe(DataPath::Auto, None, &few).unwrap(),
+            "data path: not decided (timed 2 map and 1 read segments of the 3 each it takes: \
+             too few large cached files); they took turns"
+        );
         assert_eq!(
             describe(DataPath::Read, Some(Way::Read), &none).unwrap(),
             "data path: read (--data-path read)"

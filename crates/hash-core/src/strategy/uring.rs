@@ -121,12 +121,14 @@ pub fn available() -> Result<(), String> {
 /// low `ulimit -n`), keeping some for the standard streams, mapped files and
 /// what the caller opens meanwhile. 0: not one file per ring fits.
 /// `fixed`: the user's total (`--max-in-flight`), shared among the rings.
+/// Otherwise [`MAX_READERS`] over all rings, as for `hash-threads`' readers,
+/// or one per ring where `-j` asks for more rings than that.
 pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
     let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
     let usable = free.saturating_sub(FDS_KEPT + workers) / workers;
     let wanted = match fixed {
         Some(n) => n.div_ceil(workers),
-        None => (MAX_READERS / workers).max(4),
+        None => (MAX_READERS / workers).max(1),
     };
     wanted.min(usable)
 }
@@ -658,4 +660,25 @@ fn read(slot: &mut Slot, mut res: i32, reading: &Reading) -> Option<Outcome> {
         return Some(Ok(FileDigest { held, ..digest }));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rings_keep_at_most_what_threads_would_read_at_once() {
+        for workers in [1, 2, 3, 7, 64, 100, 129, 300, 1000] {
+            let slots = slots(workers, None);
+            assert!(
+                slots * workers <= MAX_READERS.max(workers),
+                "{workers} rings of {slots} slots"
+            );
+        }
+        // Where the open-file limit allows, the default's two rings keep
+        // 128 between them.
+        if crate::limits::free_descriptors().is_some_and(|free| free > MAX_READERS + FDS_KEPT + 2) {
+            assert_eq!(slots(2, None) * 2, MAX_READERS);
+        }
+    }
 }
