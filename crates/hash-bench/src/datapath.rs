@@ -8,6 +8,12 @@
 //!   no copy, but SHA-256 reads from memory;
 //! - `map-copy`: the same windows copied a buffer at a time into a buffer that stays in
 //!   L2, hashed from there;
+//! - `map-prefetch`: the windows hashed in place a buffer's length at a time, each piece's
+//!   cache lines prefetched while the piece before is hashed (a hardware prefetcher stops
+//!   at each 4 KiB page, and the page cache's pages are scattered in memory);
+//! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
+//!   hasher reaches them (the kernel maps a few around each fault) rather than all at
+//!   once by the mapping call;
 //! - `read`: `pread` into the buffer, hashed from there (one copy, by the kernel);
 //! - `read-thread`: a second thread `pread`s into two buffers while the first hashes.
 //!
@@ -33,6 +39,10 @@ pub enum Way {
     Map,
     /// Mapped windows copied through the buffer.
     MapCopy,
+    /// Mapped windows hashed in place, the next buffer's length prefetched.
+    MapPrefetch,
+    /// Mapped windows hashed in place, filled by page faults, not `MAP_POPULATE`.
+    MapFault,
     /// `pread` into the buffer.
     Read,
     /// A reader thread fills two buffers while this one hashes.
@@ -91,21 +101,33 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
     let size = file.metadata()?.len();
     let mut h = Sha256::new();
     match way {
-        Way::Map | Way::MapCopy => {
+        Way::Map | Way::MapCopy | Way::MapPrefetch | Way::MapFault => {
             let mut at = 0u64;
             while at < size {
                 let len = WINDOW.min((size - at) as usize);
                 // SAFETY: a read-only private mapping of a file this experiment made
                 // and nobody truncates while it runs.
                 let map = unsafe {
-                    memmap2::MmapOptions::new()
-                        .offset(at)
-                        .len(len)
-                        .populate()
-                        .map_copy_read_only(&file)
+                    let mut o = memmap2::MmapOptions::new();
+                    o.offset(at).len(len);
+                    if way != Way::MapFault {
+                        o.populate();
+                    }
+                    o.map_copy_read_only(&file)
                 }?;
-                if way == Way::Map {
+                if way == Way::Map || way == Way::MapFault {
                     h.update(&map[..]);
+                } else if way == Way::MapPrefetch {
+                    let mut pieces = map.chunks(buf.len()).peekable();
+                    if let Some(first) = pieces.peek() {
+                        prefetch(first);
+                    }
+                    while let Some(piece) = pieces.next() {
+                        if let Some(next) = pieces.peek() {
+                            prefetch(next);
+                        }
+                        h.update(piece);
+                    }
                 } else {
                     for chunk in map.chunks(buf.len()) {
                         buf[..chunk.len()].copy_from_slice(chunk);
@@ -129,6 +151,21 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
         Way::ReadThread => read_thread(&file, buf.len(), &mut h)?,
     }
     Ok(h.finalize().into())
+}
+
+/// Ask the CPU to bring `bytes` into its caches, a cache line at a time.
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        // SAFETY: a prefetch is a hint; the address is inside a live slice.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// A reader thread `pread`s into two buffers of `len` bytes; this thread hashes them.
@@ -184,7 +221,14 @@ mod tests {
         let list = files(&[t.path().to_path_buf()]).unwrap();
         assert_eq!(list.len(), sizes.len());
         assert!(list.windows(2).all(|w| w[0].1 >= w[1].1), "largest first");
-        for way in [Way::Map, Way::MapCopy, Way::Read, Way::ReadThread] {
+        for way in [
+            Way::Map,
+            Way::MapCopy,
+            Way::MapPrefetch,
+            Way::MapFault,
+            Way::Read,
+            Way::ReadThread,
+        ] {
             for buffer in [4096, 65_536, 1 << 20] {
                 let got = hash_all(&list, way, buffer, 2).unwrap();
                 for ((path, _), d) in list.iter().zip(got) {
