@@ -115,24 +115,26 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
                     }
                     o.map_copy_read_only(&file)
                 }?;
-                if way == Way::Map || way == Way::MapFault {
-                    h.update(&map[..]);
-                } else if way == Way::MapPrefetch {
-                    let mut pieces = map.chunks(buf.len()).peekable();
-                    if let Some(first) = pieces.peek() {
-                        prefetch(first);
-                    }
-                    while let Some(piece) = pieces.next() {
-                        if let Some(next) = pieces.peek() {
-                            prefetch(next);
+                match way {
+                    Way::MapCopy => {
+                        for chunk in map.chunks(buf.len()) {
+                            buf[..chunk.len()].copy_from_slice(chunk);
+                            h.update(&buf[..chunk.len()]);
                         }
-                        h.update(piece);
                     }
-                } else {
-                    for chunk in map.chunks(buf.len()) {
-                        buf[..chunk.len()].copy_from_slice(chunk);
-                        h.update(&buf[..chunk.len()]);
+                    Way::MapPrefetch => {
+                        let mut pieces = map.chunks(buf.len()).peekable();
+                        if let Some(first) = pieces.peek() {
+                            prefetch(first);
+                        }
+                        while let Some(piece) = pieces.next() {
+                            if let Some(next) = pieces.peek() {
+                                prefetch(next);
+                            }
+                            h.update(piece);
+                        }
                     }
+                    _ => h.update(&map[..]),
                 }
                 at += len as u64;
             }
