@@ -204,7 +204,7 @@ impl Chooser {
 /// The `--stats` line about the data path of a run that asked for `path`:
 /// what was used and, when measured, the timings that chose it, or that too
 /// few were timed to choose. `None` when no large cached file took a data
-/// path in this process.
+/// path in this process (or the one that did could not be mapped).
 pub fn describe(path: DataPath, decided: Option<Way>, samples: &Samples) -> Option<String> {
     let Some(way) = decided else {
         // Only a segment of a large cached file is timed, so a sample says
@@ -212,8 +212,8 @@ pub fn describe(path: DataPath, decided: Option<Way>, samples: &Samples) -> Opti
         let (map, read) = (samples.map.len(), samples.read.len());
         return (map + read > 0).then(|| {
             format!(
-                "data path: not decided (timed {map} map and {read} read segments of the \
-                 {SAMPLES} each it takes: too few large cached files); they took turns"
+                "data path: not decided (timed {map} map and {read} read segments; it \
+                 takes {SAMPLES} of each); they took turns"
             )
         });
     };
@@ -342,8 +342,8 @@ mod tests {
         };
         assert_eq!(
             describe(DataPath::Auto, None, &few).unwrap(),
-            "data path: not decided (timed 2 map and 1 read segments of the 3 each it takes: \
-             too few large cached files); they took turns"
+            "data path: not decided (timed 2 map and 1 read segments; it takes 3 of each); \
+             they took turns"
         );
         assert_eq!(
             describe(DataPath::Read, Some(Way::Read), &none).unwrap(),
