@@ -8,9 +8,10 @@
 //!   no copy, but SHA-256 reads from memory;
 //! - `map-copy`: the same windows copied a buffer at a time into a buffer that stays in
 //!   L2, hashed from there;
-//! - `map-prefetch`: the windows hashed in place a buffer's length at a time, each piece's
-//!   cache lines prefetched while the piece before is hashed (a hardware prefetcher stops
-//!   at each 4 KiB page, and the page cache's pages are scattered in memory);
+//! - `map-prefetch`: the windows hashed in place a page at a time, the cache lines two
+//!   pages ahead requested first (a hardware prefetcher stops at each 4 KiB page, and the
+//!   page cache's pages are scattered in memory): hash-core's own `map` way, through
+//!   `hash_core::mapped::in_pieces`; the buffer size does not apply;
 //! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
 //!   hasher reaches them (the kernel maps a few around each fault) rather than all at
 //!   once by the mapping call;
@@ -39,7 +40,7 @@ pub enum Way {
     Map,
     /// Mapped windows copied through the buffer.
     MapCopy,
-    /// Mapped windows hashed in place, the next buffer's length prefetched.
+    /// Mapped windows hashed in place a page at a time, lines two pages ahead requested (hash-core's way).
     MapPrefetch,
     /// Mapped windows hashed in place, filled by page faults, not `MAP_POPULATE`.
     MapFault,
@@ -122,18 +123,7 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
                             h.update(&buf[..chunk.len()]);
                         }
                     }
-                    Way::MapPrefetch => {
-                        let mut pieces = map.chunks(buf.len()).peekable();
-                        if let Some(first) = pieces.peek() {
-                            prefetch(first);
-                        }
-                        while let Some(piece) = pieces.next() {
-                            if let Some(next) = pieces.peek() {
-                                prefetch(next);
-                            }
-                            h.update(piece);
-                        }
-                    }
+                    Way::MapPrefetch => hash_core::mapped::in_pieces(&map, |p| h.update(p)),
                     _ => h.update(&map[..]),
                 }
                 at += len as u64;
@@ -153,21 +143,6 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
         Way::ReadThread => read_thread(&file, buf.len(), &mut h)?,
     }
     Ok(h.finalize().into())
-}
-
-/// Ask the CPU to bring `bytes` into its caches, a cache line at a time.
-fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64) {
-        // SAFETY: a prefetch is a hint; the address is inside a live slice.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
-                line.as_ptr().cast(),
-            )
-        };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 /// A reader thread `pread`s into two buffers of `len` bytes; this thread hashes them.

@@ -470,10 +470,27 @@ impl Running {
     /// Hash `bytes`, unless the run was stopped (then `Interrupted`): nobody
     /// wants the result of a huge file any more.
     pub(crate) fn feed(&mut self, bytes: &[u8], reading: &Reading) -> io::Result<()> {
+        self.feed_by(bytes, reading, |h, b| h.update(b))
+    }
+
+    /// [`Running::feed`] for bytes hashed where they are mapped: in pieces,
+    /// the lines ahead asked for first (see [`crate::mapped::in_pieces`]).
+    fn feed_mapped(&mut self, bytes: &[u8], reading: &Reading) -> io::Result<()> {
+        self.feed_by(bytes, reading, |h, b| {
+            crate::mapped::in_pieces(b, |piece| h.update(piece))
+        })
+    }
+
+    fn feed_by(
+        &mut self,
+        bytes: &[u8],
+        reading: &Reading,
+        hash: impl FnOnce(&mut Sha256, &[u8]),
+    ) -> io::Result<()> {
         if reading.stopped() {
             return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
         }
-        self.hasher.update(bytes);
+        hash(&mut self.hasher, bytes);
         self.size += bytes.len() as u64;
         reading
             .bytes
@@ -683,7 +700,7 @@ fn take(
     opened: &Opened,
     reading: &Reading,
 ) -> io::Result<()> {
-    run.feed(window.bytes(), reading)?;
+    run.feed_mapped(window.bytes(), reading)?;
     if !window.intact() {
         return Err(crate::mapped::fault_error(&opened.file, opened.size));
     }

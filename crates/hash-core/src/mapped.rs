@@ -5,7 +5,8 @@
 //! SHA-256 then reads from memory instead of from the L2 cache, which on some
 //! machines costs more than the copy saved. [`crate::datapath`] measures which
 //! way wins on the machine; this module is the mapped way. Each [`WINDOW`] is mapped with `MAP_POPULATE` (page-table
-//! entries filled in one call, no fault per page), hashed, and unmapped, so
+//! entries filled in one call, no fault per page), hashed a page at a time with
+//! the lines ahead requested first ([`in_pieces`]), and unmapped, so
 //! memory stays bounded whatever the file's size. Before a window is hashed
 //! the next one is announced with `POSIX_FADV_WILLNEED`, so on cold data the
 //! disk reads ahead while the core hashes.
@@ -228,6 +229,49 @@ impl Drop for Window {
     }
 }
 
+/// Bytes hashed between two requests for lines ahead: a page.
+const PIECE: usize = 4096;
+
+/// How far ahead of the hashing lines are asked for: two pages. Nearer
+/// leaves the miss in the hasher's way; farther measured no faster.
+const AHEAD: usize = 2 * PIECE;
+
+/// Hand `bytes` (mapped page-cache memory) to `hash` a page at a time, first
+/// asking the CPU for the cache lines two pages ahead.
+///
+/// A hardware prefetcher follows a stream only within a 4 KiB page, and the
+/// page cache's pages are scattered, so hashing a mapping in place waits on
+/// memory at every page. On a 2-vCPU Intel Xeon guest (SHA-NI, AVX-512)
+/// hashing a warm 1 GiB mapping took 776 ms in place and 688 ms with the lines
+/// requested two pages ahead, against 615 ms for the same bytes hashed from L2
+/// (`hash-bench datapath`, `hash-bench ceiling`). A prefetch is only a hint:
+/// it never faults, so a page lost to a truncation is still caught by the
+/// `SIGBUS` handler when it is hashed.
+pub fn in_pieces(bytes: &[u8], mut hash: impl FnMut(&[u8])) {
+    prefetch(&bytes[..AHEAD.min(bytes.len())]);
+    for (i, piece) in bytes.chunks(PIECE).enumerate() {
+        let ahead = (i * PIECE + AHEAD).min(bytes.len());
+        prefetch(&bytes[ahead..(ahead + PIECE).min(bytes.len())]);
+        hash(piece);
+    }
+}
+
+/// Ask the CPU to bring `bytes` into its L2 cache, a line at a time.
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        // SAFETY: a prefetch is a hint that reads nothing and never faults;
+        // the address is inside a live slice.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 /// `statfs` magic numbers of file systems whose pages may never come: the
 /// network and user-space ones. A fault on a mapped page of such a file waits
 /// for a server; if the server is gone (a dead mount, a killed FUSE daemon)
@@ -296,5 +340,28 @@ pub fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
             io::Error::other("file shrank while it was being read")
         }
         _ => rustix::io::Errno::IO.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_hand_over_every_byte_once_in_order() {
+        let data: Vec<u8> = (0..3 * PIECE + AHEAD + 5).map(|i| (i * 7) as u8).collect();
+        for len in [0, 1, PIECE - 1, PIECE, PIECE + 1, AHEAD, data.len()] {
+            let mut seen = Vec::new();
+            let mut largest = 0;
+            in_pieces(&data[..len], |piece| {
+                largest = largest.max(piece.len());
+                seen.extend_from_slice(piece);
+            });
+            assert_eq!(seen, &data[..len], "length {len}");
+            assert!(
+                largest <= PIECE,
+                "a piece of {largest} bytes at length {len}"
+            );
+        }
     }
 }
