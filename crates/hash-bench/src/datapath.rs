@@ -8,8 +8,8 @@
 //!   no copy, but SHA-256 reads from memory;
 //! - `map-copy`: the same windows copied a buffer at a time into a buffer that stays in
 //!   L2, hashed from there;
-//! - `map-prefetch`: the windows hashed in place a page at a time, the cache lines two
-//!   pages ahead requested first (a hardware prefetcher stops at each 4 KiB page, and the
+//! - `map-prefetch`: the windows hashed in place a page at a time, the first cache line
+//!   of the page four ahead requested first (a hardware prefetcher stops at each 4 KiB page, and the
 //!   page cache's pages are scattered in memory): hash-core's own `map` way, through
 //!   `hash_core::mapped::in_pieces`; the buffer size does not apply;
 //! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
@@ -40,7 +40,7 @@ pub enum Way {
     Map,
     /// Mapped windows copied through the buffer.
     MapCopy,
-    /// Mapped windows hashed in place a page at a time, lines two pages ahead requested (hash-core's way).
+    /// Mapped windows hashed in place a page at a time, a page ahead requested (hash-core's way).
     MapPrefetch,
     /// Mapped windows hashed in place, filled by page faults, not `MAP_POPULATE`.
     MapFault,

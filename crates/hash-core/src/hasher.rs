@@ -474,7 +474,7 @@ impl Running {
     }
 
     /// [`Running::feed`] for bytes hashed where they are mapped: in pieces,
-    /// the lines ahead asked for first (see [`crate::mapped::in_pieces`]).
+    /// a page ahead asked for first (see [`crate::mapped::in_pieces`]).
     fn feed_mapped(&mut self, bytes: &[u8], reading: &Reading) -> io::Result<()> {
         self.feed_by(bytes, reading, |h, b| {
             crate::mapped::in_pieces(b, |piece| h.update(piece))
