@@ -59,7 +59,7 @@ for n in "${names[@]}"; do
     cmds=()
     for way in map map-fault map-copy map-prefetch read read-thread; do
         case $way in
-            map | map-fault) buffers=(256K) ;; # no buffer: the window is hashed in place
+            map | map-fault | map-prefetch) buffers=(256K) ;; # no buffer: the window is hashed in place
             *) buffers=(64K 256K 1M) ;;
         esac
         for b in "${buffers[@]}"; do

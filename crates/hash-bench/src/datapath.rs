@@ -8,10 +8,12 @@
 //!   no copy, but SHA-256 reads from memory;
 //! - `map-copy`: the same windows copied a buffer at a time into a buffer that stays in
 //!   L2, hashed from there;
-//! - `map-prefetch`: the windows hashed in place a page at a time, the first cache line
-//!   of the page four ahead requested first (a hardware prefetcher stops at each 4 KiB page, and the
-//!   page cache's pages are scattered in memory): hash-core's own `map` way, through
-//!   `hash_core::mapped::in_pieces`; the buffer size does not apply;
+//! - `map-prefetch`: the windows hashed in place a page at a time, the first cache
+//!   line of the page four ahead requested first (a hardware prefetcher stops at each
+//!   4 KiB page, and the page cache's pages are scattered in memory): hash-core's own
+//!   `map` way, through `hash_core::mapped::in_pieces`; the buffer size does not apply.
+//!   Results files from before 3 December name by it a different way: each buffer's
+//!   every line requested while the buffer before was hashed;
 //! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
 //!   hasher reaches them (the kernel maps a few around each fault) rather than all at
 //!   once by the mapping call;
@@ -40,7 +42,8 @@ pub enum Way {
     Map,
     /// Mapped windows copied through the buffer.
     MapCopy,
-    /// Mapped windows hashed in place a page at a time, a page ahead requested (hash-core's way).
+    /// Mapped windows hashed in place a page at a time, the page four ahead requested first
+    /// (hash-core's way).
     MapPrefetch,
     /// Mapped windows hashed in place, filled by page faults, not `MAP_POPULATE`.
     MapFault,

@@ -4,10 +4,11 @@
 //! it again on the same core; mapping the page cache costs no copy, but
 //! SHA-256 then reads from memory instead of from the L2 cache, which on some
 //! machines costs more than the copy saved. [`crate::datapath`] measures which
-//! way wins on the machine; this module is the mapped way. Each [`WINDOW`] is mapped with `MAP_POPULATE` (page-table
-//! entries filled in one call, no fault per page), hashed a page at a time with
-//! a page ahead requested first ([`in_pieces`]), and unmapped, so
-//! memory stays bounded whatever the file's size. Before a window is hashed
+//! way wins on the machine; this module is the mapped way. Each [`WINDOW`] is
+//! mapped with `MAP_POPULATE` (page-table entries filled in one call, no fault
+//! per page), hashed a page at a time with the first cache line of the page
+//! four ahead requested first ([`in_pieces`]), and unmapped, so memory stays
+//! bounded whatever the file's size. Before a window is hashed
 //! the next one is announced with `POSIX_FADV_WILLNEED`, so on cold data the
 //! disk reads ahead while the core hashes.
 //!
@@ -232,13 +233,15 @@ impl Drop for Window {
 /// Bytes hashed between two requests for a page ahead: a page.
 const PIECE: usize = 4096;
 
-/// How far ahead of the hashing a page is asked for: four pages. One page
-/// ahead measured 1.3x slower (the request comes too late); two to eight
-/// were equal within noise, sixteen slower.
+/// How far ahead of the hashing a page is asked for: four pages. On the
+/// Intel guest below (`hash-serial` on a warm 1 GiB file, one line a page):
+/// one page ahead 906 ± 105 ms (too late, and erratic), two to eight pages
+/// 692–701 ms, sixteen 717 ms.
 const AHEAD: usize = 4 * PIECE;
 
 /// Hand `bytes` (mapped page-cache memory) to `hash` a page at a time, first
-/// asking the CPU for the first cache line of the page four ahead.
+/// asking the CPU for the first cache line of the page four ahead (on x86_64;
+/// elsewhere the pages are only handed over).
 ///
 /// A hardware prefetcher follows a stream only within a 4 KiB page, and the
 /// page cache's pages are scattered, so hashing a mapping in place waits at
@@ -249,8 +252,10 @@ const AHEAD: usize = 4 * PIECE;
 /// Xeon guest (SHA-NI, AVX-512), `hash-serial --data-path map` on a warm 1 GiB
 /// file: 896 ms in place, 720 ms with every line requested, 693 ms with one
 /// line a page, against 628 ms for the same bytes hashed from L2
-/// (`hash-bench ceiling`). A prefetch is a hint: it never faults, so a page
-/// lost to a truncation is still caught by the `SIGBUS` handler when hashed.
+/// (`hash-bench ceiling`). Measured on that Intel guest only; on the AMD EPYC
+/// guests SHA-256 ran nearly as fast from memory as from L2, so there is less
+/// to gain. A prefetch is a hint: it never faults, so a page lost to a
+/// truncation is still caught by the `SIGBUS` handler when it is hashed.
 pub fn in_pieces(bytes: &[u8], mut hash: impl FnMut(&[u8])) {
     for at in (0..AHEAD.min(bytes.len())).step_by(PIECE) {
         prefetch(&bytes[at]);
@@ -266,7 +271,7 @@ pub fn in_pieces(bytes: &[u8], mut hash: impl FnMut(&[u8])) {
 /// Ask the CPU to bring the cache line holding `byte` into its L2 cache.
 fn prefetch(byte: &u8) {
     // SAFETY: a prefetch is a hint that reads nothing and never faults; the
-    // address is inside a live slice.
+    // address is inside a live slice, and SSE is part of every x86_64 CPU.
     #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
@@ -354,7 +359,10 @@ mod tests {
 
     #[test]
     fn pieces_hand_over_every_byte_once_in_order() {
-        let data: Vec<u8> = (0..3 * PIECE + AHEAD + 5).map(|i| (i * 7) as u8).collect();
+        // Not periodic in a page, so a page handed over twice or out of order shows.
+        let data: Vec<u8> = (0..3 * PIECE + AHEAD + 5)
+            .map(|i| (i * 7 + i / 4099) as u8)
+            .collect();
         for len in [
             0,
             1,
