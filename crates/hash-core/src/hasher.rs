@@ -693,18 +693,19 @@ fn spare_core(reading: &Reading) -> Option<Ahead<'_>> {
     (reading.hashers.load(Ordering::Relaxed).max(1) + ahead < reading.cores()).then_some(guard)
 }
 
-/// Hash one mapped window, unless pages were lost under it.
+/// Hash one mapped window, unless pages were lost under it, and hand it
+/// back to be unmapped where that costs least.
 fn take(
     run: &mut Running,
     window: crate::mapped::Window,
     opened: &Opened,
     reading: &Reading,
-) -> io::Result<()> {
+) -> io::Result<crate::mapped::Window> {
     run.feed_mapped(window.bytes(), reading)?;
     if !window.intact() {
         return Err(crate::mapped::fault_error(&opened.file, opened.size));
     }
-    Ok(())
+    Ok(window)
 }
 
 /// Map and hash the next `len` bytes of `opened` on this thread, in windows
@@ -726,7 +727,7 @@ fn map_here(
             return Ok(false);
         };
         will_need(&opened.file, offset + n as u64, window);
-        take(run, w, opened, reading)?;
+        drop(take(run, w, opened, reading)?);
     }
     Ok(true)
 }
@@ -754,7 +755,7 @@ fn map_timed(
         };
         will_need(&opened.file, offset + n as u64, SEGMENT as usize);
         let hashing = thread_time();
-        take(run, w, opened, reading)?;
+        drop(take(run, w, opened, reading)?);
         let from = if with_mapping { mapping } else { hashing };
         took += thread_time().saturating_sub(from);
     }
@@ -839,8 +840,9 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
 /// as far as windows can be mapped.
 ///
 /// Filling a window's page-table entries (`MAP_POPULATE`) costs ~10 % of
-/// hashing it. When a core is free, a thread beside the hasher maps the
-/// windows ahead (at most two at a time), so the hasher only hashes.
+/// hashing it, and unmapping it a few per cent more. When a core is free, a
+/// thread beside the hasher maps the windows ahead (at most two at a time)
+/// and unmaps those hashed, so the hasher only hashes.
 fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
     use crate::mapped::{will_need, Window, WINDOW};
     let size = opened.size;
@@ -851,10 +853,13 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
     std::thread::scope(|scope| {
         // Capacity 1: one window hashed, one ready, one being mapped.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
+        // Hashed windows come back to be unmapped (never blocking the hasher).
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Window>();
         let file = &opened.file;
         let mut at = run.size();
         let ahead = crate::limits::thread_builder().spawn_scoped(scope, move || {
             while at < size {
+                done_rx.try_iter().for_each(drop);
                 let len = AHEAD_WINDOW.min((size - at) as usize);
                 will_need(file, at + len as u64, WINDOW);
                 let window = Window::map(file, at, len);
@@ -864,6 +869,8 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
                 }
                 at += len as u64;
             }
+            // Until the hasher is done with the last window.
+            done_rx.iter().for_each(drop);
         });
         if ahead.is_err() {
             // No thread to spare: this one maps the windows too.
@@ -874,7 +881,8 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
             let Some(window) = rx.recv().ok().flatten() else {
                 break;
             };
-            take(run, window, opened, reading)?;
+            // With the helper gone, the window is unmapped here instead.
+            let _ = done_tx.send(take(run, window, opened, reading)?);
         }
         Ok(())
     })
