@@ -840,9 +840,10 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
 /// as far as windows can be mapped.
 ///
 /// Filling a window's page-table entries (`MAP_POPULATE`) costs ~10 % of
-/// hashing it, and unmapping it a few per cent more. When a core is free, a
-/// thread beside the hasher maps the windows ahead (at most two at a time)
-/// and unmaps those hashed, so the hasher only hashes.
+/// hashing it, and tearing its page table down again a few per cent more.
+/// When a core is free, a thread beside the hasher maps the windows ahead (at
+/// most two at a time) and unmaps those hashed, so the hasher only hashes
+/// (the kernel still flushes its TLB when a window is unmapped).
 fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
     use crate::mapped::{will_need, Window, WINDOW};
     let size = opened.size;
@@ -854,10 +855,9 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
         // Capacity 1: one window hashed, one ready, one being mapped.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
         // Hashed windows come back to be unmapped, never blocking the hasher.
-        // The helper empties this before every mapping, and between two
-        // emptyings the hasher can only finish windows the helper already
-        // handed over (at most three), so a handful are mapped at once: peak
-        // RSS on a 1 GiB file stayed 30-34 MiB.
+        // The helper empties this before mapping each window, by when the
+        // hasher has sent back all but the two before it: at most three
+        // windows (24 MiB) are mapped at once, as before it unmapped them.
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Window>();
         let file = &opened.file;
         let mut at = run.size();
