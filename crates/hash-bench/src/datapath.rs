@@ -12,8 +12,9 @@
 //!   line of the page four ahead requested first (a hardware prefetcher stops at each
 //!   4 KiB page, and the page cache's pages are scattered in memory): hash-core's own
 //!   `map` way, through `hash_core::mapped::in_pieces`; the buffer size does not apply.
-//!   Results files from before 3 December name by it a different way: each buffer's
-//!   every line requested while the buffer before was hashed;
+//!   Results files written before commit 05207b2 (the last of them
+//!   `datapath-vm-20261203T151458Z.md`) name by it a different way: every line of the
+//!   next buffer requested while the buffer before was hashed;
 //! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
 //!   hasher reaches them (the kernel maps a few around each fault) rather than all at
 //!   once by the mapping call;

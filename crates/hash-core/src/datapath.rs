@@ -14,7 +14,7 @@
 //! ran as fast from memory as from L2 (1 GiB: 638 ms from a 64 KiB buffer,
 //! ~646 ms streamed), so the copy was pure cost: `hash-serial` took 632 ms
 //! mapped and 702 ms read. Since a mapped window is hashed a page at a time
-//! with a page ahead requested ([`crate::mapped::in_pieces`]), the map way
+//! with the page four ahead requested ([`crate::mapped::in_pieces`]), the map way
 //! wins on an Intel Xeon guest too (1 GiB: 0.70 against 0.85 ms per MiB in
 //! the trial below), and the trial still decides per run.
 //!
