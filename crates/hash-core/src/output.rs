@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::escape::{escape_name, path_bytes};
-use crate::hasher::hex;
+use crate::hasher::{hex, hex_digits};
 use crate::progress::Progress;
 use crate::report::{
     ErrorEntry, FileEntry, JsonPath, JsonSummary, Report, SkippedEntry, SCHEMA_VERSION,
@@ -95,9 +95,9 @@ pub fn write_line(
         out.write_all(b"SHA256 (")?;
         out.write_all(&name)?;
         out.write_all(b") = ")?;
-        out.write_all(hex(digest).as_bytes())?;
+        out.write_all(&hex_digits(digest))?;
     } else {
-        out.write_all(hex(digest).as_bytes())?;
+        out.write_all(&hex_digits(digest))?;
         out.write_all(if opts.binary { b" *" } else { b"  " })?;
         out.write_all(&name)?;
     }
