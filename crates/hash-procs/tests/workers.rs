@@ -250,6 +250,35 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
 }
 
 #[test]
+fn workers_started_during_the_walk_that_the_run_does_not_need_are_ended() {
+    if !hooks_compiled() {
+        return;
+    }
+    // `-j 3` starts three workers while the walk runs, before the run knows
+    // it has one file; by the time a worker holds that file, the others must
+    // be gone (killed and reaped: a zombie would still be listed).
+    let t = tree(1);
+    let expected = reference("-H", &[t.root()]);
+    let mut gate = Gate::new();
+    let child = Command::new(BIN)
+        .args(["-j", "3"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_READY", gate.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    gate.wait_held();
+    let workers = children_of(child.id());
+    gate.release();
+    let out = wait_output(child, "hash-procs -j 3 on one file");
+    assert_eq!(workers.len(), 1, "workers: {workers:?}");
+    assert_eq!(show(&out.stdout), show(&expected));
+    assert_eq!(show(&out.stderr), "");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
 fn killing_the_parent_leaves_no_orphan_workers() {
     if !hooks_compiled() {
         return;

@@ -119,6 +119,11 @@ pub trait Runner: std::fmt::Debug + Send + Sync {
     /// `reading` is the run's shared state: the read policy, the stop flag and
     /// the byte count.
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran;
+
+    /// Start, before the walk, what the next [`Runner::run`] will need
+    /// whatever files the walk finds (worker processes): the walk keeps one
+    /// core busy and leaves the others idle. Nothing, by default.
+    fn start_early(&self, _reading: &Reading) {}
 }
 
 /// What a run says about itself beyond its results.
@@ -177,6 +182,12 @@ impl Engine {
     /// Hash `files` into `sink` with the state made by [`Engine::reading`].
     pub fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         self.runner.run(files, reading, sink)
+    }
+
+    /// Let the strategy start what its next run needs while the caller walks
+    /// (see [`Runner::start_early`]).
+    pub fn start_early(&self, reading: &Reading) {
+        self.runner.start_early(reading);
     }
 }
 

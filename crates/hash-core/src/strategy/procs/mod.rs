@@ -40,7 +40,7 @@ mod pool;
 mod wire;
 mod worker;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use worker::worker_main;
 
@@ -60,13 +60,14 @@ pub(super) const DEF: Def = Def {
         Ok(Box::new(Procs {
             workers: JobsArgs::workers(m)?,
             max_in_flight: JobsArgs::max_in_flight(m)?,
+            early: Mutex::default(),
         }))
     },
     helper: || is_worker().then(worker_main),
 };
 
 /// The procs strategy and its setting.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Procs {
     /// Worker processes (`-j`).
     pub workers: usize,
@@ -74,6 +75,8 @@ pub struct Procs {
     /// (`--max-in-flight`): each worker reads one file at a time, so this
     /// many workers start instead of `-j`.
     pub max_in_flight: Option<usize>,
+    /// The workers [`Runner::start_early`] started, until a run takes them.
+    early: Mutex<Option<pool::Early>>,
 }
 
 impl Runner for Procs {
@@ -85,7 +88,33 @@ impl Runner for Procs {
         clamp_workers(self.workers, files)
     }
 
+    /// Start `-j` workers while the walk runs: a worker takes ~1.5 ms to
+    /// start (the 2-vCPU Intel Xeon guest: `exec`, the dynamic loader, and
+    /// `cpuid`s that each trap to the hypervisor, ~7 µs apiece there), which
+    /// after the walk is time no file is hashed, while during it the second
+    /// core is idle. They are started as a local disk's workers with every
+    /// file to themselves; a run that wants others (fewer files than
+    /// workers, a network filesystem, `--max-in-flight`) ends them.
+    fn start_early(&self, reading: &Reading) {
+        if self.max_in_flight.is_some() {
+            return;
+        }
+        let Ok(exe) = pool::own_exe() else { return };
+        let how = pool::Started {
+            data_path: reading.policy().path,
+            cores_each: cores_each(self.workers),
+            small_buffers: false,
+            stamps: reading.policy().stamps,
+        };
+        // A worker that cannot start now is retried, and reported, by the run.
+        let children = (0..self.workers)
+            .map_while(|_| pool::start(&exe, how).ok())
+            .collect();
+        *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(pool::Early { how, children });
+    }
+
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
+        let early = self.early.lock().unwrap_or_else(|e| e.into_inner()).take();
         // A worker reads one file at a time: files in flight are workers.
         let first = files.first().map(|j| j.path.as_path());
         let workers = self.workers(files.len());
@@ -105,7 +134,8 @@ impl Runner for Procs {
             WorkerDepth::Fixed(depth, ref why) | WorkerDepth::Network(depth, ref why) => {
                 let small = matches!(start, WorkerDepth::Network(..));
                 let depth = clamp_workers(depth, files.len());
-                let ran = pool::run(files, &order, (depth, depth), small, reading, sink);
+                drop(early);
+                let ran = pool::run(files, &order, (depth, depth), (small, None), reading, sink);
                 // Not one started: this process hashed them, one at a time.
                 ran_workers = Some(ran.max(1));
                 if ran < depth {
@@ -118,7 +148,14 @@ impl Runner for Procs {
             // start while files wait for the disk.
             WorkerDepth::PerWorker(depth) => {
                 let grow_to = GROW_MAX.max(depth).min(files.len().max(1));
-                let peak = pool::run(files, &order, (depth, grow_to), false, reading, sink);
+                let peak = pool::run(
+                    files,
+                    &order,
+                    (depth, grow_to),
+                    (false, early),
+                    reading,
+                    sink,
+                );
                 format!(
                     "{depth} workers, growing to at most {grow_to} while files wait \
                      for the disk: {peak} at most"
@@ -132,6 +169,12 @@ impl Runner for Procs {
             ..Ran::default()
         }
     }
+}
+
+/// The CPUs each of `workers` workers may count as its own (see
+/// [`WORKER_CORES_ENV`]).
+fn cores_each(workers: usize) -> usize {
+    (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1)).max(1)
 }
 
 /// The most workers a run on a local disk grows to while its files wait for

@@ -73,6 +73,10 @@ struct Pool<'a, 's> {
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
     attempts: Vec<u8>,
+    /// Whether any file was lost with a dying worker (has `attempts`): only
+    /// then must `feed` look through what a worker holds for suspects, a
+    /// scan that made feeding 12,000 small files quadratic in the batch.
+    suspects: bool,
     workers: Vec<Option<Worker>>,
     spawns_left: usize,
     remaining: usize,
@@ -89,26 +93,20 @@ struct Pool<'a, 's> {
 /// files wait for the disk, handing them out in `order`; the most workers
 /// that ran at once. `small_buffers`: every worker reads into a small
 /// buffer (see [`WORKER_SMALL_BUFFER_ENV`]), not only those added for a
-/// waiting disk.
+/// waiting disk. The first workers are taken from `early` where they were
+/// started as these would be; the rest of `early` is ended.
 pub(super) fn run(
     files: &[Job],
     order: &[usize],
     (workers, grow_to): (usize, usize),
-    small_buffers: bool,
+    (small_buffers, early): (bool, Option<Early>),
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
 ) -> usize {
     if files.is_empty() {
         return 0;
     }
-    // /proc/self/exe stays this very binary even if the file is replaced
-    // (rebuilt, upgraded) during the run; a path would not.
-    let proc_exe = PathBuf::from("/proc/self/exe");
-    let exe = match proc_exe
-        .exists()
-        .then_some(proc_exe)
-        .map_or_else(std::env::current_exe, Ok)
-    {
+    let exe = match own_exe() {
         Ok(exe) => exe,
         Err(e) => {
             let why = format!("cannot find own executable to start workers: {e}");
@@ -127,12 +125,12 @@ pub(super) fn run(
         data_path: reading.policy().path,
         reading: Arc::clone(reading),
         small_buffers,
-        cores_each: (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1))
-            .max(1),
+        cores_each: super::cores_each(workers),
         files,
         sink,
         queue: order.iter().map(|&i| i as u32).collect(),
         attempts: vec![0; files.len()],
+        suspects: false,
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers
         // die on start-up must not respawn forever.
@@ -147,8 +145,19 @@ pub(super) fn run(
     if pool.sized {
         pool.sizes = files.iter().map(|j| Some(j.size)).collect();
     }
+    let how = Started {
+        data_path: pool.data_path,
+        cores_each: pool.cores_each,
+        small_buffers,
+        stamps: reading.policy().stamps,
+    };
+    let mut early = early.filter(|e| e.how == how);
     for started in 0..workers {
-        if let Err(e) = pool.spawn() {
+        let res = match early.as_mut().and_then(|e| e.children.pop()) {
+            Some(child) => pool.adopt(child),
+            None => pool.spawn(),
+        };
+        if let Err(e) = res {
             crate::strategy::fewer_threads(started, workers, "worker processes", &e);
             if started == 0 {
                 // Not one: this process hashes them all itself.
@@ -158,6 +167,7 @@ pub(super) fn run(
             break;
         }
     }
+    drop(early);
     pool.peak = pool.live_workers();
     pool.feed_all();
     let flow = pool.event_loop(&rx);
@@ -252,42 +262,19 @@ impl Pool<'_, '_> {
             return Err(std::io::Error::other("too many workers died"));
         }
         self.spawns_left -= 1;
-        let parent = std::process::id();
-        let mut cmd = Command::new(&self.exe);
-        cmd.env(WORKER_ENV, parent.to_string())
-            .env(WORKER_DATA_PATH_ENV, self.data_path.name())
-            .env(WORKER_CORES_ENV, self.cores_each.to_string())
-            .env(
-                WORKER_SMALL_BUFFER_ENV,
-                u8::from(self.small_buffers).to_string(),
-            )
-            .env(
-                WORKER_STAMPS_ENV,
-                u8::from(self.reading.policy().stamps).to_string(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        // SAFETY: between fork and exec only async-signal-safe calls are made
-        // (the prctl, getppid and _exit system calls), and no memory is
-        // allocated or locked.
-        unsafe {
-            cmd.pre_exec(move || {
-                use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
-                // If the request fails, or the parent died before it took
-                // effect (a signal during start-up), the child ends here,
-                // before exec, with `_exit`: returning an error would have
-                // std report it to a parent that may be gone, and abort
-                // (and dump core) when that write fails.
-                let doomed = set_parent_process_death_signal(Some(Signal::KILL)).is_err()
-                    || Pid::as_raw(getppid()) as u32 != parent;
-                if doomed {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn()?;
+        let how = Started {
+            data_path: self.data_path,
+            cores_each: self.cores_each,
+            small_buffers: self.small_buffers,
+            stamps: self.reading.policy().stamps,
+        };
+        let child = start(&self.exe, how)?;
+        self.adopt(child)
+    }
+
+    /// Take `child`, a started worker, into the pool: a reader thread turns
+    /// its answers into events.
+    fn adopt(&mut self, mut child: Child) -> std::io::Result<()> {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             unreachable!("both pipes were asked for");
         };
@@ -364,7 +351,7 @@ impl Pool<'_, '_> {
             // A suspect (lost with a dying worker before) travels alone, so a
             // second crash points at it and at nothing else.
             let suspect = |id: &u32| self.attempts[*id as usize] > 0;
-            let room = if suspect(&id) || w.in_flight.iter().any(suspect) {
+            let room = if self.suspects && (suspect(&id) || w.in_flight.iter().any(suspect)) {
                 held == 0
             } else {
                 held < DEPTH
@@ -420,6 +407,7 @@ impl Pool<'_, '_> {
         let mut retried = 0;
         for &id in w.in_flight.iter().rev() {
             self.attempts[id as usize] += 1;
+            self.suspects = true;
             if alone && self.attempts[id as usize] >= MAX_ATTEMPTS {
                 self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
             } else {
@@ -462,6 +450,85 @@ impl Pool<'_, '_> {
             let _ = w.child.wait();
         }
     }
+}
+
+/// How a worker was started: what its environment tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Started {
+    /// The run's `--data-path`.
+    pub(super) data_path: crate::datapath::DataPath,
+    /// CPUs it may count as its own (see [`WORKER_CORES_ENV`]).
+    pub(super) cores_each: usize,
+    /// Whether it reads into a small buffer (see [`WORKER_SMALL_BUFFER_ENV`]).
+    pub(super) small_buffers: bool,
+    /// Whether it sends each file's stamps (see [`WORKER_STAMPS_ENV`]).
+    pub(super) stamps: bool,
+}
+
+/// Workers started before the run knew its files (see
+/// [`super::Procs::start_early`]); those not taken into a pool are ended
+/// (killed: they hold no work) when this is dropped.
+#[derive(Debug)]
+pub(super) struct Early {
+    /// How every one of them was started.
+    pub(super) how: Started,
+    pub(super) children: Vec<Child>,
+}
+
+impl Drop for Early {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The executable workers run: `/proc/self/exe` stays this very binary even
+/// if the file is replaced (rebuilt, upgraded) during the run; a path would not.
+pub(super) fn own_exe() -> std::io::Result<PathBuf> {
+    let proc_exe = PathBuf::from("/proc/self/exe");
+    proc_exe
+        .exists()
+        .then_some(proc_exe)
+        .map_or_else(std::env::current_exe, Ok)
+}
+
+/// Start a worker process of `exe`, with pipes for its input and output.
+pub(super) fn start(exe: &std::path::Path, how: Started) -> std::io::Result<Child> {
+    let parent = std::process::id();
+    let mut cmd = Command::new(exe);
+    cmd.env(WORKER_ENV, parent.to_string())
+        .env(WORKER_DATA_PATH_ENV, how.data_path.name())
+        .env(WORKER_CORES_ENV, how.cores_each.to_string())
+        .env(
+            WORKER_SMALL_BUFFER_ENV,
+            u8::from(how.small_buffers).to_string(),
+        )
+        .env(WORKER_STAMPS_ENV, u8::from(how.stamps).to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    // SAFETY: between fork and exec only async-signal-safe calls are made
+    // (the prctl, getppid and _exit system calls), and no memory is
+    // allocated or locked.
+    unsafe {
+        cmd.pre_exec(move || {
+            use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
+            // If the request fails, or the parent died before it took
+            // effect (a signal during start-up), the child ends here,
+            // before exec, with `_exit`: returning an error would have
+            // std report it to a parent that may be gone, and abort
+            // (and dump core) when that write fails.
+            let doomed = set_parent_process_death_signal(Some(Signal::KILL)).is_err()
+                || Pid::as_raw(getppid()) as u32 != parent;
+            if doomed {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
 }
 
 /// "was killed by signal 9 (SIGKILL)" / "exited with status 3".
