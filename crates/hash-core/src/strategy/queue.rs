@@ -24,6 +24,31 @@ use super::{largest_first, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
 
+/// Give the calling worker thread a descriptor table of its own, a copy of
+/// the one it shared (`unshare(CLONE_FILES)`). Every `open` and `close` of a
+/// shared table takes that table's lock, and while a table is shared each
+/// read takes a reference on its file, so threads hashing small files on
+/// all cores contended in the kernel: on 12,000 warm files of 3 KiB
+/// (2-vCPU Intel Xeon guest, hyperfine, 60 runs) `hash-threads` took
+/// 37.9 ms with a shared table, 35.7 ms with a table per thread, and
+/// 37.0 → 33.9 ms of system time.
+///
+/// Sound only because a worker thread never lets a descriptor cross
+/// tables. It uses the descriptors it opens itself (every file is opened,
+/// read and closed on the thread that took it, or on the helper threads that
+/// thread starts, which share its table) and those opened before it was
+/// started (the walk's directories, which its copy holds under the same
+/// numbers). The copy also holds, until the thread ends, a reference to
+/// whatever its parent thread had open when it was started: at most one
+/// file per added reader. The calling thread of a run is never a worker
+/// here, and the process's table stays its own. Where `unshare` is refused
+/// (a sandbox), the table stays shared: only slower.
+pub(super) fn own_descriptor_table() {
+    // SAFETY: a plain system call on the calling thread; why no descriptor
+    // is ever used in a table that lacks it is in the doc above.
+    let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
+}
+
 /// Results a worker sends the writer at once.
 pub(super) type Batch = Vec<(usize, Outcome)>;
 

@@ -19,7 +19,7 @@ use std::thread::{self, Scope};
 use std::sync::Arc;
 
 use super::order::DiskOrder;
-use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
+use super::queue::{collect, guard, hash_here, own_descriptor_table, test_hook, Batch, Queue};
 use super::{
     clamp_workers, fewer_threads, no_helper, thread_builder, Def, Job, JobsArgs, Ran, Runner, Sink,
     Strategy,
@@ -214,6 +214,7 @@ fn work<'s, 'e>(
     scope: &'s Scope<'s, 'e>,
     mut buf: Buffer,
 ) {
+    own_descriptor_table();
     let queue = pool.queue;
     let _hashing = queue.reading.hashing();
     let grow = || {

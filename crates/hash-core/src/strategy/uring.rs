@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types, IoUring};
 
 use super::order::DiskOrder;
-use super::queue::{collect, guard, hash_here, test_hook, Batch, Queue};
+use super::queue::{collect, guard, hash_here, own_descriptor_table, test_hook, Batch, Queue};
 use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
@@ -280,6 +280,8 @@ fn ring_thread(
     (nslots, depth): (usize, &Depth<'_>),
     network: bool,
 ) {
+    // Before the ring: its requests open files in this thread's table.
+    own_descriptor_table();
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
     let ring = match IoUring::new((2 * nslots) as u32) {
