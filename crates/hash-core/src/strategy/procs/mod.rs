@@ -13,7 +13,7 @@
 //! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
 //! order, as it answers. A large file found in a batch goes back to the
 //! parent unread ([`RETURN_MIN`]) and out again on its own. Workers answer
-//! small files in groups of a quarter batch, so the parent refills a worker's
+//! small files in groups of half a batch, so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
 //! file. One reader thread per worker turns its
 //! answers into events on a channel; the calling thread alone owns the queue and

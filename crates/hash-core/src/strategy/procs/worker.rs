@@ -192,12 +192,16 @@ fn serve(
             said_waited = Some(std::time::Instant::now());
         }
         // Answers to small files are sent together (one write per batch,
-        // not per 4 KiB file): when no request is waiting, or after a
-        // quarter of a batch, so the parent refills the queue before it runs
-        // dry; a large file is answered at once so the parent can send more
-        // work without delay.
+        // not per 4 KiB file): when no request is waiting, or after half a
+        // batch, so the parent refills the queue before it runs dry; a large
+        // file is answered at once so the parent can send more work without
+        // delay. Half, not a quarter: each answer wakes the parent's reader
+        // thread, the parent and then this worker again, and on 12,000 warm
+        // files of 3 KiB (2-vCPU Intel Xeon guest, `perf stat -r 20`) a
+        // quarter made 694 context switches a run and half 425, and ran
+        // 37.8 → 35.6 ms (hyperfine medians, 40 runs; three quarters: 35.5).
         unsent += 1;
-        let batch_done = input.buffer().is_empty() || unsent >= MAX_BATCH / 4;
+        let batch_done = input.buffer().is_empty() || unsent >= MAX_BATCH / 2;
         let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
         if batch_done || large {
             if out.flush().is_err() {
