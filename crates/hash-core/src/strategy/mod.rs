@@ -120,9 +120,10 @@ pub trait Runner: std::fmt::Debug + Send + Sync {
     /// the byte count.
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran;
 
-    /// Start, before the walk, what the next [`Runner::run`] will need
-    /// whatever files the walk finds (worker processes): the walk keeps one
-    /// core busy and leaves the others idle. Nothing, by default.
+    /// Start, before the walk, what the next [`Runner::run`] will most
+    /// likely need (worker processes), since the walk keeps one core busy and
+    /// leaves the others idle; the run ends what it does not need. Nothing,
+    /// by default.
     fn start_early(&self, _reading: &Reading) {}
 }
 

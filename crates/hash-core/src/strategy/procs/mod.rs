@@ -75,7 +75,8 @@ pub struct Procs {
     /// (`--max-in-flight`): each worker reads one file at a time, so this
     /// many workers start instead of `-j`.
     pub max_in_flight: Option<usize>,
-    /// The workers [`Runner::start_early`] started, until a run takes them.
+    /// The workers [`Runner::start_early`] started, until a run takes them
+    /// (or, if no run comes, until this is dropped).
     early: Mutex<Option<pool::Early>>,
 }
 
@@ -88,15 +89,23 @@ impl Runner for Procs {
         clamp_workers(self.workers, files)
     }
 
-    /// Start `-j` workers while the walk runs: a worker takes ~1.5 ms to
-    /// start (the 2-vCPU Intel Xeon guest: `exec`, the dynamic loader, and
-    /// `cpuid`s that each trap to the hypervisor, ~7 µs apiece there), which
-    /// after the walk is time no file is hashed, while during it the second
-    /// core is idle. They are started as a local disk's workers with every
-    /// file to themselves; a run that wants others (fewer files than
-    /// workers, a network filesystem, `--max-in-flight`) ends them.
+    /// Start up to one worker per CPU (at most `-j`) while the walk runs: a
+    /// worker takes ~1.5 ms to start (the 2-vCPU Intel Xeon guest: `exec`,
+    /// the dynamic loader, and `cpuid`s that each trap to the hypervisor,
+    /// ~7 µs apiece there), which after the walk is time no file is hashed,
+    /// while during it the second core is idle. They are started as a local
+    /// disk's workers sharing the CPUs among `-j`; the run takes those it
+    /// would have started itself, and kills the rest (with fewer files than
+    /// workers each worker's share of the CPUs differs; a network
+    /// filesystem wants small buffers). None is started with
+    /// `--max-in-flight`, or when the descriptors left are few: each holds
+    /// two in this process, and the walk needs one per directory level.
     fn start_early(&self, reading: &Reading) {
-        if self.max_in_flight.is_some() {
+        const FREE_FOR_EARLY: usize = 256;
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let n = self.workers.min(cpus);
+        let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
+        if self.max_in_flight.is_some() || free < FREE_FOR_EARLY + 2 * n {
             return;
         }
         let Ok(exe) = pool::own_exe() else { return };
@@ -107,9 +116,7 @@ impl Runner for Procs {
             stamps: reading.policy().stamps,
         };
         // A worker that cannot start now is retried, and reported, by the run.
-        let children = (0..self.workers)
-            .map_while(|_| pool::start(&exe, how).ok())
-            .collect();
+        let children = (0..n).map_while(|_| pool::start(&exe, how).ok()).collect();
         *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(pool::Early { how, children });
     }
 
@@ -134,8 +141,7 @@ impl Runner for Procs {
             WorkerDepth::Fixed(depth, ref why) | WorkerDepth::Network(depth, ref why) => {
                 let small = matches!(start, WorkerDepth::Network(..));
                 let depth = clamp_workers(depth, files.len());
-                drop(early);
-                let ran = pool::run(files, &order, (depth, depth), (small, None), reading, sink);
+                let ran = pool::run(files, &order, (depth, depth), (small, early), reading, sink);
                 // Not one started: this process hashed them, one at a time.
                 ran_workers = Some(ran.max(1));
                 if ran < depth {

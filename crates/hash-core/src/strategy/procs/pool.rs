@@ -151,10 +151,15 @@ pub(super) fn run(
         small_buffers,
         stamps: reading.policy().stamps,
     };
+    // Workers started early as these would be are taken; the others are
+    // ended before any worker is given work.
     let mut early = early.filter(|e| e.how == how);
     for started in 0..workers {
         let res = match early.as_mut().and_then(|e| e.children.pop()) {
-            Some(child) => pool.adopt(child),
+            Some(child) => {
+                pool.spawns_left = pool.spawns_left.saturating_sub(1);
+                pool.adopt(child)
+            }
             None => pool.spawn(),
         };
         if let Err(e) = res {
@@ -466,8 +471,8 @@ pub(super) struct Started {
 }
 
 /// Workers started before the run knew its files (see
-/// [`super::Procs::start_early`]); those not taken into a pool are ended
-/// (killed: they hold no work) when this is dropped.
+/// [`super::Procs::start_early`]); those not taken into a pool are killed
+/// (they hold no work) and reaped when this is dropped.
 #[derive(Debug)]
 pub(super) struct Early {
     /// How every one of them was started.
