@@ -69,6 +69,10 @@ struct Pool<'a, 's> {
     grow_to: usize,
     /// The most workers that were alive at once.
     peak: usize,
+    /// Files answered, and `Waited` messages heard, since a worker was last
+    /// added for waiting files (see [`worth_growing`]).
+    answered: usize,
+    waits: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -137,6 +141,8 @@ pub(super) fn run(
         spawns_left: workers.max(grow_to) * 4 + 4,
         grow_to: grow_to.min(files.len()),
         peak: 0,
+        answered: 0,
+        waits: 0,
         remaining: files.len(),
         events,
         sized: files.iter().any(|j| j.size > 0),
@@ -214,7 +220,13 @@ impl Pool<'_, '_> {
                     }
                 }
                 Event::Gone { worker } => self.bury(worker)?,
-                Event::Waited => self.grow(),
+                Event::Waited => {
+                    self.waits += 1;
+                    if worth_growing(self.waits, self.answered) {
+                        (self.waits, self.answered) = (0, 0);
+                        self.grow();
+                    }
+                }
             }
         }
         ControlFlow::Continue(())
@@ -258,6 +270,7 @@ impl Pool<'_, '_> {
 
     fn report(&mut self, id: u32, outcome: Outcome) -> ControlFlow<()> {
         self.remaining -= 1;
+        self.answered += 1;
         (self.sink)(id as usize, outcome)
     }
 
@@ -457,6 +470,22 @@ impl Pool<'_, '_> {
     }
 }
 
+/// Whether `waits` messages of files that waited for the disk, against
+/// `answered` files, call for one more worker: when at least one file in
+/// [`FILES_PER_WAIT`] waited. A worker costs a process start (~1.5 ms of CPU
+/// on the 2-vCPU guests) and its memory, so a rare wait must not add one: on
+/// the Intel Xeon guest a warm tree still had a few pages read from disk a
+/// run (`/proc/diskstats`: 74 reads over 20 runs of 12,000 cached files),
+/// and growing on each wait took `hash-procs` past its two workers in 2 of
+/// 30 runs, once to 14. On a cold tree nearly every file waits (a worker
+/// says so at most every 2 ms), so growth there is as prompt as before.
+fn worth_growing(waits: usize, answered: usize) -> bool {
+    waits * FILES_PER_WAIT >= answered
+}
+
+/// See [`worth_growing`].
+const FILES_PER_WAIT: usize = 64;
+
 /// How a worker was started: what its environment tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Started {
@@ -559,6 +588,18 @@ fn describe(status: ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rare_wait_adds_no_worker_and_waits_on_most_files_do() {
+        // The first wait of a run, before many answers: grow.
+        assert!(worth_growing(1, 0));
+        assert!(worth_growing(1, FILES_PER_WAIT));
+        // One wait among thousands of warm files: do not.
+        assert!(!worth_growing(1, 3_000));
+        assert!(!worth_growing(40, 3_000));
+        // Waits that add up to one file in 64 do.
+        assert!(worth_growing(3_000 / FILES_PER_WAIT + 1, 3_000));
+    }
 
     #[test]
     fn describe_names_signals_and_codes() {
