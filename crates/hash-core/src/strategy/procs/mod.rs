@@ -229,8 +229,11 @@ const WORKER_CORES_ENV: &str = "HASHRACE_PROCS_WORKER_CORES";
 const DEPTH: usize = 2;
 
 /// Small files are handed out in batches, so that 20 k files of 4 KiB do not
-/// cost 20 k round trips: a worker may hold up to this many files...
-const MAX_BATCH: usize = 256;
+/// cost 20 k round trips: a worker may hold up to this many files... (512,
+/// not 256: on 12,000 warm files of 3 KiB on the 2-vCPU Intel Xeon guest,
+/// 35.6 → 34.3 ms and 37.4 → 34.0 ms in two hyperfine calls of 50 runs,
+/// medians; 20,000 of 4 KiB warm 63.4 → 63.1 ms, cold 0.28–0.32 s either way.)
+const MAX_BATCH: usize = 512;
 
 /// ...as long as what it holds stays under this many bytes. Large files (which
 /// come first) therefore go two at a time, keeping the tail balanced.
