@@ -165,6 +165,15 @@ impl Gate {
 /// is held at `gate`, and the pids of all its workers (every one is started
 /// before any is given work).
 fn start_held(root: &Path, gate: &Gate, jobs: usize, extra: &[&str]) -> (Child, Vec<u32>) {
+    let (child, workers) = held_children(root, gate, jobs, extra);
+    // None has died, so there is no replacement among them.
+    assert_eq!(workers.len(), jobs, "workers: {workers:?}");
+    (child, workers)
+}
+
+/// `hash-procs -j JOBS root` (plus `extra`) once one of its workers is held
+/// at `gate`, and the pids of every child it has then.
+fn held_children(root: &Path, gate: &Gate, jobs: usize, extra: &[&str]) -> (Child, Vec<u32>) {
     let child = Command::new(BIN)
         .args(["-j", &jobs.to_string()])
         .args(extra)
@@ -175,9 +184,7 @@ fn start_held(root: &Path, gate: &Gate, jobs: usize, extra: &[&str]) -> (Child, 
         .spawn()
         .unwrap();
     gate.wait_held();
-    // None has died, so there is no replacement among them.
     let workers = children_of(child.id());
-    assert_eq!(workers.len(), jobs, "workers: {workers:?}");
     (child, workers)
 }
 
@@ -254,22 +261,14 @@ fn workers_started_during_the_walk_that_the_run_does_not_need_are_ended() {
     if !hooks_compiled() {
         return;
     }
-    // `-j 3` starts three workers while the walk runs, before the run knows
-    // it has one file; by the time a worker holds that file, the others must
-    // be gone (killed and reaped: a zombie would still be listed).
+    // `-j 3` starts a worker per CPU (up to three) while the walk runs,
+    // before the run knows it has one file; by the time a worker holds that
+    // file, the others must be gone (killed and reaped: a zombie would still
+    // be listed).
     let t = tree(1);
     let expected = reference("-H", &[t.root()]);
     let mut gate = Gate::new();
-    let child = Command::new(BIN)
-        .args(["-j", "3"])
-        .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_READY", gate.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    gate.wait_held();
-    let workers = children_of(child.id());
+    let (child, workers) = held_children(t.root(), &gate, 3, &[]);
     gate.release();
     let out = wait_output(child, "hash-procs -j 3 on one file");
     assert_eq!(workers.len(), 1, "workers: {workers:?}");
