@@ -38,20 +38,19 @@ use crate::hasher::Reading;
 /// read and closed on the thread that took it, or on the helper threads that
 /// thread starts, which share its table) and those opened before it was
 /// started (the walk's directories, which its copy holds under the same
-/// numbers). The copy also holds, until the thread ends, a reference to
-/// whatever the table it copied held then: a reader added by a worker
-/// that was reading a file keeps that file referenced (not open for anyone),
-/// and a reader added by an added reader its parent's leftovers too. Each
-/// copy costs a reference to every directory the walk kept open (up to
-/// 4,096), taken at the copy and dropped when the thread ends. The calling
-/// thread of a run is never a worker here, and the process's table stays
-/// its own. Where `unshare` is refused (a sandbox), the table stays shared:
-/// only slower.
+/// numbers). Each copy costs a reference to every directory the walk kept
+/// open (up to 4,096), taken at the copy and dropped when the thread ends.
+/// The calling thread of a run is never a worker here, and the process's
+/// table stays its own. Where `unshare` is refused (a sandbox), the table
+/// stays shared: only slower.
 ///
-/// The limit on open files now applies to each table apart: what was sized
-/// for one shared table (the readers [`super::threads::max_readers`] allows,
-/// io_uring's slots, the wait for a descriptor in [`crate::hasher::open`])
-/// errs on the safe side.
+/// The limit on open files now applies to each table apart. The readers
+/// [`super::threads::max_readers`] allows and io_uring's slots, sized for one
+/// shared table, err on the safe side; the wait for a descriptor in
+/// [`crate::hasher::open`] (up to 10 s) can now wait for closes in other
+/// tables that free nothing in this one. It is reached only when a worker's
+/// own table is full, which the walk's budget (half the limit) leaves room
+/// against.
 pub(super) fn own_descriptor_table() {
     // SAFETY: a plain system call on the calling thread; why no descriptor
     // is ever used in a table that lacks it is in the doc above.

@@ -142,6 +142,11 @@ fn run(
         for started in 0..start {
             let (pool, tx) = (&pool, tx.clone());
             let spawned = thread_builder().spawn_scoped(scope, move || {
+                // The hashing workers, not the readers added for a waiting
+                // disk: those share the table of the worker that added them
+                // (a copy each would take a reference to every directory the
+                // walk kept, for threads that wait on the disk, not the lock).
+                own_descriptor_table();
                 guard(tx, |tx, batch| {
                     work(pool, tx, batch, scope, new_buffer());
                 });
@@ -214,7 +219,6 @@ fn work<'s, 'e>(
     scope: &'s Scope<'s, 'e>,
     mut buf: Buffer,
 ) {
-    own_descriptor_table();
     let queue = pool.queue;
     let _hashing = queue.reading.hashing();
     let grow = || {

@@ -13,7 +13,8 @@
 //! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
 //! order, as it answers. A large file found in a batch goes back to the
 //! parent unread ([`RETURN_MIN`]) and out again on its own. Workers answer
-//! small files in groups of half a batch, so the parent refills a worker's
+//! small files in groups of half a batch (by count, or by the bytes the
+//! parent batched them by when it knew their sizes), so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
 //! file. One reader thread per worker turns its
 //! answers into events on a channel; the calling thread alone owns the queue and
@@ -30,6 +31,10 @@
 //! - Workers never outlive the parent: each asks the kernel for `SIGKILL` when
 //!   its parent dies (`PR_SET_PDEATHSIG`), and exits at end of input anyway.
 //!   Ctrl-C reaches the whole process group.
+//!
+//! The first workers start before the walk, on the core it leaves idle
+//! ([`Procs::start_early`]); the run takes those started as it would start
+//! them and kills the others.
 //!
 //! The code is in three parts: [`wire`], the byte format of requests and
 //! answers on the pipes; [`worker`], the loop a worker process runs; and
@@ -99,10 +104,12 @@ impl Runner for Procs {
     /// workers each worker's share of the CPUs differs; a network
     /// filesystem wants small buffers). None is started with
     /// `--max-in-flight`, or when the descriptors left are few: each holds
-    /// two in this process, and the walk needs one per directory level.
+    /// two in this process while the walk opens directories. A run that
+    /// never comes (every file answered by `--cache`) leaves them idle until
+    /// this value is dropped.
     fn start_early(&self, reading: &Reading) {
         const FREE_FOR_EARLY: usize = 256;
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let cpus = super::default_workers();
         let n = self.workers.min(cpus);
         let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
         if self.max_in_flight.is_some() || free < FREE_FOR_EARLY + 2 * n {
@@ -180,7 +187,7 @@ impl Runner for Procs {
 /// The CPUs each of `workers` workers may count as its own (see
 /// [`WORKER_CORES_ENV`]).
 fn cores_each(workers: usize) -> usize {
-    (std::thread::available_parallelism().map_or(1, usize::from) / workers.max(1)).max(1)
+    (super::default_workers() / workers.max(1)).max(1)
 }
 
 /// The most workers a run on a local disk grows to while its files wait for
@@ -229,10 +236,12 @@ const WORKER_CORES_ENV: &str = "HASHRACE_PROCS_WORKER_CORES";
 const DEPTH: usize = 2;
 
 /// Small files are handed out in batches, so that 20 k files of 4 KiB do not
-/// cost 20 k round trips: a worker may hold up to this many files... (512,
-/// not 256: on 12,000 warm files of 3 KiB on the 2-vCPU Intel Xeon guest,
-/// 35.6 → 34.3 ms and 37.4 → 34.0 ms in two hyperfine calls of 50 runs,
-/// medians; 20,000 of 4 KiB warm 63.4 → 63.1 ms, cold 0.28–0.32 s either way.)
+/// cost 20 k round trips: a worker may hold up to this many files...
+///
+/// (512, not 256, and so answers per 256 files, not 128: on 12,000 warm
+/// files of 3 KiB on the 2-vCPU Intel Xeon guest, 35.6 → 34.3 ms and
+/// 37.4 → 34.0 ms in two hyperfine calls of 50 runs, medians; 20,000 of
+/// 4 KiB warm 63.4 → 63.1 ms, cold 0.28–0.32 s either way.)
 const MAX_BATCH: usize = 512;
 
 /// ...as long as what it holds stays under this many bytes. Large files (which

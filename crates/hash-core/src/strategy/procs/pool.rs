@@ -69,18 +69,15 @@ struct Pool<'a, 's> {
     grow_to: usize,
     /// The most workers that were alive at once.
     peak: usize,
-    /// Files answered, and `Waited` messages heard, since a worker was last
-    /// added for waiting files (see [`worth_growing`]).
+    /// Files answered since `Waited` messages last called for a worker
+    /// (see [`worth_growing`])...
     answered: usize,
+    /// ...and the `Waited` messages heard since.
     waits: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
     attempts: Vec<u8>,
-    /// Whether any file was lost with a dying worker (has `attempts`): only
-    /// then must `feed` look through what a worker holds for suspects, a
-    /// scan that made feeding 12,000 small files quadratic in the batch.
-    suspects: bool,
     workers: Vec<Option<Worker>>,
     spawns_left: usize,
     remaining: usize,
@@ -134,7 +131,6 @@ pub(super) fn run(
         sink,
         queue: order.iter().map(|&i| i as u32).collect(),
         attempts: vec![0; files.len()],
-        suspects: false,
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers
         // die on start-up must not respawn forever.
@@ -369,7 +365,9 @@ impl Pool<'_, '_> {
             // A suspect (lost with a dying worker before) travels alone, so a
             // second crash points at it and at nothing else.
             let suspect = |id: &u32| self.attempts[*id as usize] > 0;
-            let room = if self.suspects && (suspect(&id) || w.in_flight.iter().any(suspect)) {
+            // (A suspect held is held alone, so it is the first held: no
+            // scan of the batch, which made feeding quadratic in it.)
+            let room = if suspect(&id) || w.in_flight.front().is_some_and(suspect) {
                 held == 0
             } else {
                 held < DEPTH
@@ -425,7 +423,6 @@ impl Pool<'_, '_> {
         let mut retried = 0;
         for &id in w.in_flight.iter().rev() {
             self.attempts[id as usize] += 1;
-            self.suspects = true;
             if alone && self.attempts[id as usize] >= MAX_ATTEMPTS {
                 self.report(id, Err(ErrorKind::WorkerDied(why.clone())))?;
             } else {
