@@ -182,14 +182,14 @@ fn hash(
     // come late in path order (then the largest of them finishes alone).
     let sizes = show_progress || shard.is_some();
     let engine = &config.engine;
-    let reading = engine.reading();
-    engine.start_early(&reading);
+    engine.start_early();
     let mut plan = plan(config, paths, listed, sizes);
     let (mut shard, out) = match select_shard(shard, &mut plan, out) {
         Ok(selected) => selected,
         Err(exit) => return exit,
     };
     let out = &out;
+    let reading = engine.reading();
     let progress = show_progress.then(|| {
         let total = (plan.files.len() as u64, plan.total_bytes());
         let one_reader = engine.strategy() == crate::Strategy::Serial;

@@ -124,7 +124,7 @@ pub trait Runner: std::fmt::Debug + Send + Sync {
     /// likely need (worker processes), since the walk keeps one core busy and
     /// leaves the others idle; the run ends what it does not need. Nothing,
     /// by default.
-    fn start_early(&self, _reading: &Reading) {}
+    fn start_early(&self, _read: ReadPolicy) {}
 }
 
 /// What a run says about itself beyond its results.
@@ -187,8 +187,8 @@ impl Engine {
 
     /// Let the strategy start what its next run needs while the caller walks
     /// (see [`Runner::start_early`]).
-    pub fn start_early(&self, reading: &Reading) {
-        self.runner.start_early(reading);
+    pub fn start_early(&self) {
+        self.runner.start_early(self.read);
     }
 }
 

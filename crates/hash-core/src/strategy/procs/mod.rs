@@ -51,7 +51,7 @@ pub use worker::worker_main;
 
 use super::order::sorted_plan;
 use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
-use crate::hasher::Reading;
+use crate::hasher::{ReadPolicy, Reading};
 use crate::inflight::{worker_depth, WorkerDepth};
 
 /// `hash-procs`: `-j` worker processes, which are this same binary started
@@ -107,7 +107,7 @@ impl Runner for Procs {
     /// two in this process while the walk opens directories. A run that
     /// never comes (every file answered by `--cache`) leaves them idle until
     /// this value is dropped.
-    fn start_early(&self, reading: &Reading) {
+    fn start_early(&self, read: ReadPolicy) {
         const FREE_FOR_EARLY: usize = 256;
         let cpus = super::default_workers();
         let n = self.workers.min(cpus);
@@ -117,10 +117,10 @@ impl Runner for Procs {
         }
         let Ok(exe) = pool::own_exe() else { return };
         let how = pool::Started {
-            data_path: reading.policy().path,
+            data_path: read.path,
             cores_each: cores_each(self.workers),
             small_buffers: false,
-            stamps: reading.policy().stamps,
+            stamps: read.stamps,
         };
         // A worker that cannot start now is retried, and reported, by the run.
         let children = (0..n).map_while(|_| pool::start(&exe, how).ok()).collect();

@@ -55,16 +55,12 @@ struct Worker {
 
 struct Pool<'a, 's> {
     exe: PathBuf,
-    /// Whether workers may map files (the run's read policy).
-    data_path: crate::datapath::DataPath,
+    /// How the next worker is started (its data path, share of the CPUs,
+    /// buffer and stamps).
+    how: Started,
     /// The run's shared state: bytes the workers say they streamed are
     /// counted in it, for the progress line.
     reading: Arc<Reading>,
-    /// CPUs each worker may count as its own (see [`WORKER_CORES_ENV`]).
-    cores_each: usize,
-    /// Whether new workers read into small buffers (see
-    /// [`WORKER_SMALL_BUFFER_ENV`]).
-    small_buffers: bool,
     /// The most workers the pool may grow to while files wait for the disk.
     grow_to: usize,
     /// The most workers that were alive at once.
@@ -123,10 +119,13 @@ pub(super) fn run(
     let (events, rx) = mpsc::channel();
     let mut pool = Pool {
         exe,
-        data_path: reading.policy().path,
+        how: Started {
+            data_path: reading.policy().path,
+            cores_each: super::cores_each(workers),
+            small_buffers,
+            stamps: reading.policy().stamps,
+        },
         reading: Arc::clone(reading),
-        small_buffers,
-        cores_each: super::cores_each(workers),
         files,
         sink,
         queue: order.iter().map(|&i| i as u32).collect(),
@@ -147,15 +146,9 @@ pub(super) fn run(
     if pool.sized {
         pool.sizes = files.iter().map(|j| Some(j.size)).collect();
     }
-    let how = Started {
-        data_path: pool.data_path,
-        cores_each: pool.cores_each,
-        small_buffers,
-        stamps: reading.policy().stamps,
-    };
     // Workers started early as these would be are taken; the others are
     // ended before any worker is given work.
-    let mut early = early.filter(|e| e.how == how);
+    let mut early = early.filter(|e| e.how == pool.how);
     for started in 0..workers {
         let res = match early.as_mut().and_then(|e| e.children.pop()) {
             Some(child) => {
@@ -252,8 +245,8 @@ impl Pool<'_, '_> {
         // A worker started for waiting files counts one CPU as its own (the
         // share of the first workers is already taken) and reads into a
         // small buffer.
-        self.cores_each = 1;
-        self.small_buffers = true;
+        self.how.cores_each = 1;
+        self.how.small_buffers = true;
         if self.spawn().is_ok() {
             self.peak = self.peak.max(self.live_workers());
             self.feed(self.workers.len() - 1);
@@ -276,13 +269,7 @@ impl Pool<'_, '_> {
             return Err(std::io::Error::other("too many workers died"));
         }
         self.spawns_left -= 1;
-        let how = Started {
-            data_path: self.data_path,
-            cores_each: self.cores_each,
-            small_buffers: self.small_buffers,
-            stamps: self.reading.policy().stamps,
-        };
-        let child = start(&self.exe, how)?;
+        let child = start(&self.exe, self.how)?;
         self.adopt(child)
     }
 
