@@ -315,8 +315,7 @@ impl Pool<'_, '_> {
         });
         if let Err(e) = reader {
             // Without a reader nobody would hear this worker: end it.
-            let _ = child.kill();
-            let _ = child.wait();
+            end(&mut child);
             return Err(e);
         }
         self.workers.push(Some(Worker {
@@ -495,10 +494,7 @@ pub(super) struct Early {
 
 impl Drop for Early {
     fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.children.iter_mut().for_each(end);
     }
 }
 
@@ -547,6 +543,12 @@ pub(super) fn start(exe: &std::path::Path, how: Started) -> std::io::Result<Chil
         });
     }
     cmd.spawn()
+}
+
+/// Kill a worker that holds no work, and reap it.
+fn end(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// "was killed by signal 9 (SIGKILL)" / "exited with status 3".
