@@ -81,3 +81,30 @@ fn all_four_binaries_give_the_same_tree_digest_and_json_files() {
         assert_eq!(s, &seen[0], "binary #{i} disagrees with hash-serial");
     }
 }
+
+/// `hash-procs` writes its requests to a worker without blocking (so it
+/// keeps reading the worker's answers), and a batch of requests may be more
+/// than the pipe takes at once: here ~600 files under a path of ~2,900
+/// bytes, so a worker's batch of requests is many times the 64 KiB a pipe
+/// holds, and the parent must write the rest as the worker reads. Every
+/// file must still be answered, in order, as `sha256sum` prints it.
+#[test]
+fn hash_procs_hands_over_batches_larger_than_a_pipe() {
+    let t = Tree::new();
+    let deep: String = (0..12)
+        .map(|i| format!("{i}{}/", "d".repeat(240)))
+        .collect();
+    for i in 0..600 {
+        t.file(format!("{deep}f{i}").as_bytes(), &pattern(100 + i));
+    }
+    let bin = binary(Strategy::Procs.binary());
+    for jobs in ["1", "2"] {
+        let args = [OsStr::new("-j"), OsStr::new(jobs), t.root().as_os_str()];
+        let out = hash(bin.to_str().unwrap(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+        assert!(
+            out.stdout == reference("-H", &[t.root()]),
+            "-j {jobs}: not what sha256sum prints"
+        );
+    }
+}

@@ -16,9 +16,9 @@
 //! small files in groups of half a batch (by count, or by the bytes the
 //! parent batched them by when it knew their sizes), so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
-//! file. One reader thread per worker turns its
-//! answers into events on a channel; the calling thread alone owns the queue and
-//! the workers, so there is no shared mutable state.
+//! file. The calling thread alone owns the queue and the workers and
+//! waits on all their pipes at once (`poll`), so there is no shared mutable
+//! state and no thread besides it in the parent's hand-over.
 //!
 //! Failure handling, the point of using processes at all:
 //! - A worker that crashes or is killed closes its stdout. Its unfinished files
