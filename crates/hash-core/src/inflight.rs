@@ -359,38 +359,6 @@ impl Controller {
     }
 }
 
-/// The starting depth of worker processes, which read one file each.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WorkerDepth {
-    /// Fixed by the user (`--max-in-flight`); the `--stats` line.
-    Fixed(usize, String),
-    /// A network file system's: the hint's depth (16, or `-j` if more),
-    /// kept for the run (see `hash-procs`); the `--stats` line.
-    Network(usize, String),
-    /// The workers themselves (a local disk): the pool may add workers while
-    /// files wait for the disk.
-    PerWorker(usize),
-}
-
-/// The depth of worker processes: the user's `fixed`, the network hint's
-/// start, or one per worker.
-pub fn worker_depth(fixed: Option<usize>, first: Option<&Path>, workers: usize) -> WorkerDepth {
-    if let Some(n) = fixed {
-        return WorkerDepth::Fixed(n.max(1), format!("{n} in flight (--max-in-flight {n})"));
-    }
-    match first.map(Hint::of) {
-        Some(h) if h.storage == Storage::Network => {
-            let n = h.start(workers);
-            let why = format!(
-                "{n} in flight (hint: network, {}; not adapted during the run)",
-                h.source
-            );
-            WorkerDepth::Network(n, why)
-        }
-        _ => WorkerDepth::PerWorker(workers),
-    }
-}
-
 /// A [`Controller`] shared by a pool's threads, or a fixed depth
 /// (`--max-in-flight`). Completions are counted with atomics; whichever
 /// thread finds a window due (and the controller free) feeds it, so no
@@ -854,20 +822,6 @@ mod tests {
             files <= 2_000 || time <= Duration::from_secs(1),
             "{name}: settled only after {files} files, {time:?}"
         );
-    }
-
-    #[test]
-    fn worker_processes_take_the_users_depth_or_one_each_on_a_local_disk() {
-        assert_eq!(
-            worker_depth(Some(5), None, 2),
-            WorkerDepth::Fixed(5, "5 in flight (--max-in-flight 5)".into())
-        );
-        let local = tempfile::tempdir().unwrap();
-        assert_eq!(
-            worker_depth(None, Some(local.path()), 3),
-            WorkerDepth::PerWorker(3)
-        );
-        assert_eq!(worker_depth(None, None, 4), WorkerDepth::PerWorker(4));
     }
 
     #[test]

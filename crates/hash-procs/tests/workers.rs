@@ -222,6 +222,9 @@ fn a_killed_worker_loses_nothing() {
     );
 }
 
+/// Also with workers that read several files at once, on threads of their
+/// own (`--max-in-flight` above `-j`, as on a network file system): a worker
+/// that dies loses every file it held, and each is retried alone.
 #[test]
 fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
     if !hooks_compiled() {
@@ -230,30 +233,36 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
     let t = tree(10);
     let poison = t.file(b"poison", b"boom");
     let expected = reference("-H", &[t.root()]);
-    let out = run(Command::new(BIN)
-        .args(["-j", "2"])
-        .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_ABORT", "poison"));
     let poison_line = format!("  {}\n", poison.display());
     let expected: String = show(&expected)
         .lines()
         .map(|l| format!("{l}\n"))
         .filter(|l| !l.ends_with(&poison_line))
         .collect();
-    assert_eq!(show(&out.stdout), expected);
-    let err = show(&out.stderr);
-    let verdict = format!(
-        "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
-        poison.display()
-    );
-    assert!(err.contains(&verdict), "{err}");
-    // Two attempts, each announced, then the verdict.
-    let notices = err
-        .lines()
-        .filter(|l| l.starts_with("hash-procs: worker process "))
-        .count();
-    assert_eq!(notices, 2, "{err}");
-    assert_eq!(out.status.code(), Some(1));
+    for depth in [None, Some("6")] {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["-j", "2"]);
+        if let Some(depth) = depth {
+            cmd.args(["--max-in-flight", depth]);
+        }
+        let out = run(cmd
+            .arg(t.root())
+            .env("HASHRACE_TEST_WORKER_ABORT", "poison"));
+        assert_eq!(show(&out.stdout), expected, "--max-in-flight {depth:?}");
+        let err = show(&out.stderr);
+        let verdict = format!(
+            "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
+            poison.display()
+        );
+        assert!(err.contains(&verdict), "{err}");
+        // Two attempts, each announced, then the verdict.
+        let notices = err
+            .lines()
+            .filter(|l| l.starts_with("hash-procs: worker process "))
+            .count();
+        assert_eq!(notices, 2, "{err}");
+        assert_eq!(out.status.code(), Some(1));
+    }
 }
 
 #[test]

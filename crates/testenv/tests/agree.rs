@@ -108,3 +108,50 @@ fn hash_procs_hands_over_batches_larger_than_a_pipe() {
         );
     }
 }
+
+/// Under `--max-in-flight` (and on a network file system) `hash-procs`'
+/// workers each read several files at once, on threads of their own; what
+/// they print must not change, for any depth and worker count.
+#[test]
+fn hash_procs_workers_reading_several_files_at_once_agree_with_serial() {
+    let t = Tree::nasty();
+    for i in 0..150 {
+        t.file(format!("many/{}/f{i}", i % 5).as_bytes(), &pattern(i * 53));
+    }
+    t.file(b"many/large", &pattern(3 << 20));
+    let serial = binary(Strategy::Serial.binary());
+    let procs = binary(Strategy::Procs.binary());
+    for follow in [false, true] {
+        let mut tail = Vec::new();
+        if follow {
+            tail.push(OsStr::new("-L"));
+        }
+        tail.push(t.root().as_os_str());
+        let want = hash(serial.to_str().unwrap(), &tail);
+        for (jobs, depth) in [("1", "4"), ("2", "3"), ("2", "64"), ("3", "7")] {
+            let mut args = vec![
+                OsStr::new("-j"),
+                OsStr::new(jobs),
+                OsStr::new("--max-in-flight"),
+                OsStr::new(depth),
+            ];
+            args.extend(&tail);
+            let out = hash(procs.to_str().unwrap(), &args);
+            let what = format!("-j {jobs} --max-in-flight {depth} follow={follow}");
+            assert!(
+                out.stdout == want.stdout,
+                "{what}:\n{}\n---\n{}",
+                show(&out.stdout),
+                show(&want.stdout)
+            );
+            let errors =
+                |o: &std::process::Output, name: &str| show(&o.stderr).replace(name, "TOOL");
+            assert_eq!(
+                errors(&out, Strategy::Procs.binary()),
+                errors(&want, Strategy::Serial.binary()),
+                "{what}"
+            );
+            assert_eq!(out.status.code(), want.status.code(), "{what}");
+        }
+    }
+}

@@ -16,7 +16,11 @@
 //! small files in groups of half a batch (by count, or by the bytes the
 //! parent batched them by when it knew their sizes), so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
-//! file. The calling thread alone owns the queue and the workers and
+//! file. On a network file system, and under `--max-in-flight`, the depth
+//! policy of [`crate::inflight`] sets the files in flight instead, as it
+//! does for the other strategies: they are shared out among the workers,
+//! and each worker reads its files at once, on threads of its own (there a
+//! file waits for round trips, not for a core). The calling thread alone owns the queue and the workers and
 //! waits on all their pipes at once (`poll`), so there is no shared mutable
 //! state and no thread besides it in the parent's hand-over.
 //!
@@ -52,7 +56,8 @@ pub use worker::worker_main;
 use super::order::sorted_plan;
 use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
 use crate::hasher::{ReadPolicy, Reading};
-use crate::inflight::{worker_depth, WorkerDepth};
+use crate::inflight::{Climb, Hint, Policy, Shared};
+use crate::strategy::threads::max_readers;
 
 /// `hash-procs`: `-j` worker processes, which are this same binary started
 /// again (see [`is_worker`]).
@@ -76,9 +81,9 @@ pub(super) const DEF: Def = Def {
 pub struct Procs {
     /// Worker processes (`-j`).
     pub workers: usize,
-    /// Worker processes reading at once, if the user fixed it
-    /// (`--max-in-flight`): each worker reads one file at a time, so this
-    /// many workers start instead of `-j`.
+    /// Files read at once, if the user fixed it (`--max-in-flight`): shared
+    /// out among the workers (at most `-j` of them), each reading its files
+    /// on threads of its own.
     pub max_in_flight: Option<usize>,
     /// The workers [`Runner::start_early`] started, until a run takes them
     /// (or, if no run comes, until this is dropped).
@@ -121,6 +126,7 @@ impl Runner for Procs {
             cores_each: cores_each(self.workers),
             small_buffers: false,
             stamps: read.stamps,
+            files_each: 1,
         };
         // A worker that cannot start now is retried, and reported, by the run.
         let children = (0..n).map_while(|_| pool::start(&exe, how).ok()).collect();
@@ -129,56 +135,64 @@ impl Runner for Procs {
 
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         let early = self.early.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // A worker reads one file at a time: files in flight are workers.
         let first = files.first().map(|j| j.path.as_path());
         let workers = self.workers(files.len());
         let planned = largest_first(files);
         let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
-        let start = worker_depth(self.max_in_flight, first, workers);
-        let mut ran_workers = None;
-        let in_flight = match start {
-            // Network reads are far slower than a copy: workers read into
-            // small buffers there, so the hint's 16 fit the 64 MiB a run
-            // keeps to (sshfs over the emulated `lan`, `hash-bench maxrss`,
-            // the tree's sum: 61 MiB, against 94 MiB with 2 MiB buffers).
-            // The depth stays there: more would not fit, and a controller
-            // could only park workers that still hold their memory (tried:
-            // parked as it halved, 16 workers at most, it settled at 8 and
-            // ran 1.06× longer on `lan`, median of 6 runs).
-            WorkerDepth::Fixed(depth, ref why) | WorkerDepth::Network(depth, ref why) => {
-                let small = matches!(start, WorkerDepth::Network(..));
-                let depth = clamp_workers(depth, files.len());
-                let ran = pool::run(files, &order, (depth, depth), (small, early), reading, sink);
-                // Not one started: this process hashed them, one at a time.
-                ran_workers = Some(ran.max(1));
-                if ran < depth {
-                    format!("{ran} worker processes ran, not {depth}: {why}")
-                } else {
-                    why.clone()
-                }
-            }
+        // A fixed depth asks nothing of the storage (on a network file
+        // system `statfs` is a round trip). A disk that says it spins gets
+        // no policy here: its workers are its reads, as on any local disk.
+        let hint = self.max_in_flight.is_none().then(|| first.map(Hint::of));
+        let limits = (workers, max_readers(workers));
+        let policy = Shared::for_hint(
+            self.max_in_flight,
+            hint.flatten().as_ref(),
+            limits,
+            Climb::FromHint,
+        )
+        .filter(|p| !p.is_cap());
+        let Some(policy) = policy else {
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
-            WorkerDepth::PerWorker(depth) => {
-                let grow_to = GROW_MAX.max(depth).min(files.len().max(1));
-                let peak = pool::run(
-                    files,
-                    &order,
-                    (depth, grow_to),
-                    (false, early),
-                    reading,
-                    sink,
-                );
-                format!(
-                    "{depth} workers, growing to at most {grow_to} while files wait \
+            let grow_to = GROW_MAX.max(workers).min(files.len().max(1));
+            let how = ((workers, grow_to), (false, early), (None, 1));
+            let peak = pool::run(files, &order, how.0, how.1, how.2, reading, sink);
+            return Ran {
+                in_flight: Some(format!(
+                    "{workers} workers, growing to at most {grow_to} while files wait \
                      for the disk: {peak} at most"
-                )
-            }
+                )),
+                order: described,
+                ..Ran::default()
+            };
         };
+        // A network file system, or `--max-in-flight`: the policy's depth,
+        // shared out among the workers, each reading its files on threads
+        // of its own into small buffers (network reads are far slower than
+        // a copy). Processes, not files, cost the memory: 16 workers
+        // reading one file each held 61 MiB summed over the tree on sshfs.
+        let workers = workers.min(policy.target()).max(1);
+        let most = if policy.is_fixed() {
+            policy.target()
+        } else {
+            limits.1.max(policy.target())
+        };
+        let files_each = most.div_ceil(workers);
+        let how = (
+            (workers, workers),
+            (true, early),
+            (Some(&policy), files_each),
+        );
+        let ran = pool::run(files, &order, how.0, how.1, how.2, reading, sink);
+        let mut in_flight = policy.describe();
+        if ran < workers {
+            in_flight = format!("{in_flight}; {ran} worker processes ran, not {workers}");
+        }
         Ran {
             in_flight: Some(in_flight),
             order: described,
-            workers: ran_workers,
+            // Not one started: this process hashed them, one at a time.
+            workers: Some(ran.max(1)),
             ..Ran::default()
         }
     }
@@ -223,6 +237,13 @@ const WORKER_SMALL_BUFFER_ENV: &str = "HASHRACE_PROCS_WORKER_SMALL_BUFFER";
 /// `1` in a worker's environment when the run asks for each file's stamps
 /// ([`crate::hasher::ReadPolicy::stamps`]: the cache records them).
 const WORKER_STAMPS_ENV: &str = "HASHRACE_PROCS_WORKER_STAMPS";
+
+/// In a worker's environment: the most files it reads at once, each on a
+/// thread of its own (a network file system's worker, or one under
+/// `--max-in-flight`: the parent holds it to its share of the depth
+/// policy's files in flight). `1`, or absent: one file at a time, the
+/// files after it queued (a local disk's worker).
+const WORKER_FILES_ENV: &str = "HASHRACE_PROCS_WORKER_FILES";
 
 /// The CPUs a worker may count as its own: the machine's, shared out among
 /// the workers. A worker starts a helper thread for a large file (reading or

@@ -27,10 +27,11 @@ use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
-    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
+    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_FILES_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
+use crate::inflight::{Policy, Shared};
 use crate::strategy::{Job, Outcome, Sink};
 use std::sync::Arc;
 
@@ -80,6 +81,12 @@ struct Pool<'a, 's> {
     grow_to: usize,
     /// The most workers that were alive at once.
     peak: usize,
+    /// Where a depth policy sets the files in flight (a network file
+    /// system, or `--max-in-flight`): shared out among the workers, each of
+    /// which reads up to [`Started::files_each`] at once.
+    policy: Option<&'a Shared>,
+    /// The policy's depth when the workers were last fed.
+    target: usize,
     /// Files answered since `Waited` messages last called for a worker
     /// (see [`worth_growing`])...
     answered: usize,
@@ -105,12 +112,15 @@ struct Pool<'a, 's> {
 /// that ran at once. `small_buffers`: every worker reads into a small
 /// buffer (see [`WORKER_SMALL_BUFFER_ENV`]), not only those added for a
 /// waiting disk. The first workers are taken from `early` where they were
-/// started as these would be; the rest of `early` is ended.
+/// started as these would be; the rest of `early` is ended. With a depth
+/// `policy`, each worker reads up to `files_each` files at once and the
+/// workers together hold what the policy says.
 pub(super) fn run(
     files: &[Job],
     order: &[usize],
     (workers, grow_to): (usize, usize),
     (small_buffers, early): (bool, Option<Early>),
+    (policy, files_each): (Option<&Shared>, usize),
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
 ) -> usize {
@@ -137,6 +147,11 @@ pub(super) fn run(
             cores_each: super::cores_each(workers),
             small_buffers,
             stamps: reading.policy().stamps,
+            files_each: if policy.is_some() {
+                files_each.max(1)
+            } else {
+                1
+            },
         },
         reading: Arc::clone(reading),
         files,
@@ -149,6 +164,8 @@ pub(super) fn run(
         spawns_left: workers.max(grow_to) * 4 + 4,
         grow_to: grow_to.min(files.len()),
         peak: 0,
+        policy,
+        target: policy.map_or(0, |p| p.target()),
         answered: 0,
         waits: 0,
         remaining: files.len(),
@@ -261,8 +278,14 @@ impl Pool<'_, '_> {
         };
         let n = loop {
             match w.stdout.read(buf) {
+                Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other.unwrap_or(0),
+                // Nothing more can be heard from it: it must end, so that
+                // burying it does not wait on a worker still running.
+                Err(_) => {
+                    let _ = w.child.kill();
+                    break 0;
+                }
             }
         };
         w.unread.extend_from_slice(&buf[..n]);
@@ -313,6 +336,10 @@ impl Pool<'_, '_> {
             }
         }
         let answers_empty = answers.is_empty();
+        if let Some(policy) = self.policy {
+            let bytes = answers.iter().flat_map(|(_, o)| o.as_ref().map(|d| d.size));
+            policy.completed(answers.len() as u64, bytes.sum());
+        }
         if !(answers_empty && returned.is_empty()) {
             self.take_back(index, &returned);
             for (id, outcome) in answers {
@@ -330,7 +357,11 @@ impl Pool<'_, '_> {
             // Buries it, requeues what it held and refills everyone.
             return self.bury(index);
         }
-        if !returned.is_empty() {
+        // When a policy's depth changed, every worker's share changed with it.
+        let target = self.policy.map(|p| p.target());
+        let changed = target.is_some_and(|t| t != self.target);
+        if !returned.is_empty() || changed {
+            self.target = target.unwrap_or(0);
             self.feed_all();
         } else if !answers_empty {
             self.feed(index);
@@ -446,8 +477,12 @@ impl Pool<'_, '_> {
     fn feed(&mut self, index: usize) {
         // Never batch more than a fair share of what is left, so that with few
         // files every worker still gets some.
-        let share = self.queue.len() / self.live_workers().max(1);
+        let live = self.live_workers().max(1);
+        let share = self.queue.len() / live;
         let batch = MAX_BATCH.min(share).max(DEPTH);
+        let held_most = self
+            .policy
+            .map(|p| policy_share(p.target(), live, self.how.files_each));
         let Some(w) = self.workers[index].as_mut() else {
             return;
         };
@@ -468,6 +503,8 @@ impl Pool<'_, '_> {
             // scan of the batch, which made feeding quadratic in it.)
             let room = if suspect(&id) || w.in_flight.front().is_some_and(suspect) {
                 held == 0
+            } else if let Some(most) = held_most {
+                held < most
             } else {
                 held < DEPTH
                     || ((w.small || self.sized)
@@ -477,8 +514,10 @@ impl Pool<'_, '_> {
             if !room {
                 break;
             }
-            if write_request(&mut w.unsent, id, &self.files[id as usize], known.is_some()).is_err()
-            {
+            // Under a policy the worker reads each file on its own thread:
+            // nothing waits behind a large one, so it is never handed back.
+            let keep = known.is_some() || held_most.is_some();
+            if write_request(&mut w.unsent, id, &self.files[id as usize], keep).is_err() {
                 too_long = Some(id);
                 break;
             }
@@ -587,6 +626,14 @@ fn worth_growing(waits: usize, answered: usize) -> bool {
 /// See [`worth_growing`].
 const FILES_PER_WAIT: usize = 64;
 
+/// The files one of `live` workers may hold when a policy wants `target`
+/// in flight: an even share, rounded up (so the workers together hold at
+/// least the target), at most the `files_each` it reads at once, and at
+/// least one.
+fn policy_share(target: usize, live: usize, files_each: usize) -> usize {
+    target.div_ceil(live.max(1)).min(files_each).max(1)
+}
+
 /// How a worker was started: what its environment tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Started {
@@ -598,6 +645,8 @@ pub(super) struct Started {
     pub(super) small_buffers: bool,
     /// Whether it sends each file's stamps (see [`WORKER_STAMPS_ENV`]).
     pub(super) stamps: bool,
+    /// The most files it reads at once (see [`WORKER_FILES_ENV`]).
+    pub(super) files_each: usize,
 }
 
 /// Workers started before the run knew its files (see
@@ -638,6 +687,7 @@ pub(super) fn start(exe: &std::path::Path, how: Started) -> std::io::Result<Chil
             u8::from(how.small_buffers).to_string(),
         )
         .env(WORKER_STAMPS_ENV, u8::from(how.stamps).to_string())
+        .env(WORKER_FILES_ENV, how.files_each.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -703,6 +753,20 @@ mod tests {
         assert!(!worth_growing(40, 3_000));
         // Waits that add up to one file in 64 do.
         assert!(worth_growing(3_000 / FILES_PER_WAIT + 1, 3_000));
+    }
+
+    #[test]
+    fn a_policys_depth_is_shared_out_among_the_workers() {
+        // Evenly, rounded up: together they hold at least the target.
+        assert_eq!(policy_share(16, 2, 64), 8);
+        assert_eq!(policy_share(17, 2, 64), 9);
+        assert_eq!(policy_share(128, 3, 43), 43);
+        // Never more than a worker reads at once, never none.
+        assert_eq!(policy_share(128, 1, 64), 64);
+        assert_eq!(policy_share(1, 2, 64), 1);
+        assert_eq!(policy_share(0, 2, 64), 1);
+        // A pool whose workers all died shares among one.
+        assert_eq!(policy_share(4, 0, 64), 4);
     }
 
     #[test]

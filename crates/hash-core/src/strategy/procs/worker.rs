@@ -10,8 +10,9 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ use super::wire::{
 };
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, MAX_BATCH, RETURN_MIN, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV,
-    WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
+    WORKER_FILES_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::datapath::DataPath;
 use crate::hasher::{self, new_buffer, ReadPolicy, Reading};
@@ -80,7 +81,15 @@ pub fn worker_main() -> ExitCode {
             #[cfg(debug_assertions)]
             ready,
         };
-        let code = serve(input, &output, &reading, hooks);
+        let most = std::env::var(WORKER_FILES_ENV)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let code = if most > 1 {
+            serve_many(input, &output, &reading, hooks, most)
+        } else {
+            serve(input, &output, &reading, hooks)
+        };
         drop(stop);
         code
     })
@@ -91,6 +100,26 @@ struct Hooks {
     abort_on: Option<std::ffi::OsString>,
     #[cfg(debug_assertions)]
     ready: Option<std::ffi::OsString>,
+}
+
+impl Hooks {
+    /// Run the hooks for a request just read: say once that work is held,
+    /// abort on the named path.
+    fn on_request(&mut self, req: &Request) {
+        #[cfg(debug_assertions)]
+        if let Some(fifo) = self.ready.take() {
+            let pid = format!("{}\n", std::process::id());
+            let _ = std::fs::OpenOptions::new()
+                .append(true)
+                .open(fifo)
+                .and_then(|mut f| f.write_all(pid.as_bytes()));
+        }
+        if let Some(name) = &self.abort_on {
+            if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
+                std::process::abort();
+            }
+        }
+    }
 }
 
 /// The shortest time between two `Waited` messages of a worker: the parent
@@ -128,8 +157,7 @@ fn serve(
     reading: &Reading,
     hooks: Hooks,
 ) -> ExitCode {
-    #[cfg(debug_assertions)]
-    let mut ready = hooks.ready;
+    let mut hooks = hooks;
     let small = std::env::var_os(WORKER_SMALL_BUFFER_ENV).is_some_and(|v| v == "1");
     let mut buf = if small {
         hasher::Buffer::small()
@@ -149,19 +177,7 @@ fn serve(
             Ok(None) => return ExitCode::SUCCESS,
             Err(_) => return ExitCode::FAILURE, // the parent is gone or broken
         };
-        #[cfg(debug_assertions)]
-        if let Some(fifo) = ready.take() {
-            let pid = format!("{}\n", std::process::id());
-            let _ = std::fs::OpenOptions::new()
-                .append(true)
-                .open(fifo)
-                .and_then(|mut f| f.write_all(pid.as_bytes()));
-        }
-        if let Some(name) = &hooks.abort_on {
-            if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
-                std::process::abort();
-            }
-        }
+        hooks.on_request(&req);
         // A large file the parent did not know the size of, with more files
         // already here behind it: handed back unread (see `RETURN_MIN`).
         let hand_back = !req.keep && !input.buffer().is_empty();
@@ -221,6 +237,151 @@ fn serve(
     }
 }
 
+/// Answer requests from `input` until it closes, reading up to `most` files
+/// at once, each on a thread of its own (a network file system's worker:
+/// there each file waits for round trips, so files in flight, not cores,
+/// set the pace, and the parent decides how many a worker holds). A thread
+/// starts when a request finds none idle; each answers its file at once.
+fn serve_many(
+    mut input: BufReader<File>,
+    output: &Mutex<BufWriter<File>>,
+    reading: &Reading,
+    mut hooks: Hooks,
+    most: usize,
+) -> ExitCode {
+    // Each reader holds a file and its directory open; the requests beyond
+    // what the descriptors left allow wait in the inbox, never fail.
+    let free = crate::limits::free_descriptors().unwrap_or(usize::MAX);
+    let most = most.min(free.saturating_sub(DESCRIPTORS_KEPT) / 2).max(1);
+    let inbox = Inbox::default();
+    let failed = AtomicBool::new(false);
+    // One for all readers: they take files in path order, and a directory
+    // opened per reader costs a round trip per reader on a network file system.
+    let dirs = Mutex::new(LastDir::default());
+    std::thread::scope(|scope| {
+        let mut readers = 0;
+        loop {
+            let req = match read_request(&mut input) {
+                Ok(Some(req)) => req,
+                Ok(None) => break,
+                Err(_) => {
+                    // The parent is gone or broken.
+                    failed.store(true, Ordering::Relaxed);
+                    break;
+                }
+            };
+            hooks.on_request(&req);
+            if !inbox.put(req) && readers < most {
+                let reader = || read_files((&inbox, &dirs), output, reading, &failed);
+                if crate::limits::thread_builder()
+                    .spawn_scoped(scope, reader)
+                    .is_ok()
+                {
+                    readers += 1;
+                }
+            }
+            // With no reader at all (none could start), the parent hears
+            // this worker's end and retries its files elsewhere.
+            if readers == 0 {
+                failed.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        inbox.close();
+    });
+    if failed.load(Ordering::Relaxed) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Requests waiting for one of [`serve_many`]'s readers. One condition
+/// variable, not a channel behind a lock: each request then wakes one
+/// reader, where a channel's receiver shared under a mutex woke two (the
+/// one that got it, and the next in line for the lock).
+#[derive(Default)]
+struct Inbox {
+    state: Mutex<InboxState>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct InboxState {
+    requests: std::collections::VecDeque<Request>,
+    /// Readers waiting for a request.
+    idle: usize,
+    closed: bool,
+}
+
+impl Inbox {
+    /// Queue `req`; whether a reader was idle to take it.
+    fn put(&self, req: Request) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requests.push_back(req);
+        let idle = state.idle > state.requests.len() - 1;
+        drop(state);
+        self.ready.notify_one();
+        idle
+    }
+
+    /// The next request, or `None` once closed and empty.
+    fn take(&self) -> Option<Request> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(req) = state.requests.pop_front() {
+                return Some(req);
+            }
+            if state.closed {
+                return None;
+            }
+            state.idle += 1;
+            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.idle -= 1;
+        }
+    }
+
+    /// No more requests: readers finish what is queued, then end.
+    fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.ready.notify_all();
+    }
+}
+
+/// Descriptors [`serve_many`] leaves to everything but its readers (the
+/// standard streams, their copies, the progress reporter's, a library's).
+const DESCRIPTORS_KEPT: usize = 8;
+
+/// One of [`serve_many`]'s readers: hash the requests in `inbox` until it
+/// closes, answering each at once; `dirs` is the directory the readers
+/// last opened a file in.
+fn read_files(
+    (inbox, dirs): (&Inbox, &Mutex<LastDir>),
+    output: &Mutex<BufWriter<File>>,
+    reading: &Reading,
+    failed: &AtomicBool,
+) {
+    let mut buf = hasher::Buffer::small();
+    while let Some(req) = inbox.take() {
+        let dir = parent_of(&req).and_then(|p| {
+            // (Held while a directory opens: the readers behind it want it too.)
+            let mut last = dirs.lock().unwrap_or_else(|e| e.into_inner());
+            last.dir(p)
+        });
+        // (Nothing is handed back unasked; were it, the parent sends it again.)
+        let hashed = hash_in(&req, dir, reading, &mut buf, &|_| {}, false);
+        let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
+        let written = match &hashed {
+            Ok(outcome) => write_response(&mut *out, req.id, outcome),
+            Err(size) => write_returned(&mut *out, req.id, *size),
+        };
+        if written.and_then(|()| out.flush()).is_err() {
+            failed.store(true, Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
 /// The directory of the last file a worker opened, kept open: files come in
 /// path order, so most share their directory with the one before, and
 /// opening them relative to it skips the lookup of every ancestor (the
@@ -242,36 +403,53 @@ impl LastDir {
         on_block: &dyn Fn(std::time::Duration),
         hand_back: bool,
     ) -> Result<Outcome, u64> {
-        let hash = |request: &hasher::Request<'_>, buf: &mut [u8]| {
-            let opened = match hasher::open(request) {
-                Ok(opened) => opened,
-                Err(e) => return Ok(Err(e)),
-            };
-            if hand_back && opened.size >= RETURN_MIN {
-                return Err(opened.size);
-            }
-            Ok(hasher::hash_opened(&opened, buf, reading, Some(on_block)).map_err(Into::into))
-        };
-        let parent = match req.path.parent() {
-            Some(p) if !req.follow && !p.as_os_str().is_empty() => p,
-            _ => {
-                let request = hasher::Request {
-                    on_block: Some(on_block),
-                    ..hasher::Request::new(&req.path, req.follow, reading)
-                };
-                return hash(&request, buf);
-            }
-        };
+        let dir = parent_of(req).and_then(|p| self.dir(p));
+        hash_in(req, dir, reading, buf, on_block, hand_back)
+    }
+
+    /// A descriptor of directory `parent`: the last one's, if it is the
+    /// same directory; `None` if it cannot be opened (the file is then
+    /// opened by its path, and fails or not on its own).
+    fn dir(&mut self, parent: &Path) -> Option<DirFd> {
         if self.fd.is_none() || self.path != parent {
             self.fd = hasher::open_dir(parent)
                 .ok()
                 .map(|fd| DirFd(std::sync::Arc::new(fd)));
             self.path = parent.to_path_buf();
         }
-        let job = Job {
-            dir: self.fd.clone(),
-            ..Job::new(req.path.clone(), 0, false)
-        };
-        hash(&job.request(reading, Some(on_block)), buf)
+        self.fd.clone()
     }
+}
+
+/// The directory to open `req`'s file in, if it is opened relative to one:
+/// a walked file's (a file named on the command line, or under `-L`, is
+/// opened by its path, following links as its rules say).
+fn parent_of(req: &Request) -> Option<&Path> {
+    req.path
+        .parent()
+        .filter(|p| !req.follow && !p.as_os_str().is_empty())
+}
+
+/// Hash the file `req` names, in `dir` when given (see [`LastDir::hash`]).
+fn hash_in(
+    req: &Request,
+    dir: Option<DirFd>,
+    reading: &Reading,
+    buf: &mut [u8],
+    on_block: &dyn Fn(std::time::Duration),
+    hand_back: bool,
+) -> Result<Outcome, u64> {
+    let job = Job {
+        dir,
+        ..Job::new(req.path.clone(), 0, req.follow)
+    };
+    let request = job.request(reading, Some(on_block));
+    let opened = match hasher::open(&request) {
+        Ok(opened) => opened,
+        Err(e) => return Ok(Err(e)),
+    };
+    if hand_back && opened.size >= RETURN_MIN {
+        return Err(opened.size);
+    }
+    Ok(hasher::hash_opened(&opened, buf, reading, Some(on_block)).map_err(Into::into))
 }
