@@ -314,8 +314,9 @@ pub struct JobsArgs {
     pub workers: Option<u32>,
     /// Files read at once, 1 to 1024, instead of what the storage measures (on a network
     /// file system the depth adapts to the measured throughput; on a local disk reads are
-    /// added while files wait for it). hash-procs starts N worker processes; io_uring
-    /// shares N over its rings, at most N rings [default: measured]
+    /// added while files wait for it). hash-procs shares N among at most -j workers, each
+    /// reading its share at once; io_uring shares N over its rings, at most N rings
+    /// [default: measured]
     #[arg(long = "max-in-flight", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_in_flight: Option<u32>,
 }

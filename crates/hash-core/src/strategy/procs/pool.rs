@@ -229,7 +229,7 @@ impl Pool<'_, '_> {
 
     /// Wait until some worker has output to read, or room in its input for
     /// requests waiting to go: `(index, readable, writable)` of each.
-    fn wait_ready(&self) -> Vec<(usize, bool, bool)> {
+    fn wait_ready(&mut self) -> Vec<(usize, bool, bool)> {
         let live: Vec<(usize, &Worker)> = self
             .workers
             .iter()
@@ -247,14 +247,25 @@ impl Pool<'_, '_> {
                 None => fds.push(PollFd::new(&w.stdout, PollFlags::empty())),
             }
         }
-        loop {
+        let polled = loop {
             match rustix::event::poll(&mut fds, None) {
-                Ok(_) => break,
                 Err(rustix::io::Errno::INTR) => continue,
-                // Cannot happen with valid descriptors; read everyone, and
-                // a broken worker shows as its end.
-                Err(_) => return live.iter().map(|&(i, _)| (i, true, false)).collect(),
+                other => break other,
             }
+        };
+        if let Err(e) = polled {
+            // Not with valid descriptors, short of memory: the workers
+            // cannot be heard, so they end, and their ends are read (a read
+            // of a worker still running would wait for it).
+            drop(fds);
+            let live: Vec<usize> = live.iter().map(|&(i, _)| i).collect();
+            crate::show!("cannot wait for the worker processes: {e}");
+            for &i in &live {
+                if let Some(w) = self.workers[i].as_mut() {
+                    let _ = w.child.kill();
+                }
+            }
+            return live.into_iter().map(|i| (i, true, false)).collect();
         }
         live.iter()
             .zip(fds.chunks_exact(2))
@@ -326,7 +337,7 @@ impl Pool<'_, '_> {
             answers,
             returned,
             waited,
-            gone,
+            mut gone,
         } = heard;
         for _ in 0..waited {
             self.waits += 1;
@@ -340,18 +351,25 @@ impl Pool<'_, '_> {
             let bytes = answers.iter().flat_map(|(_, o)| o.as_ref().map(|d| d.size));
             policy.completed(answers.len() as u64, bytes.sum());
         }
-        if !(answers_empty && returned.is_empty()) {
-            self.take_back(index, &returned);
-            for (id, outcome) in answers {
-                if let Some(w) = self.workers[index].as_mut() {
-                    if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
-                        w.in_flight.remove(pos);
-                        w.in_flight_bytes -= self.sizes[id as usize].unwrap_or(0);
-                    }
-                    w.small = outcome.as_ref().is_ok_and(|d| d.size < ANSWER_AT_ONCE);
-                }
-                self.report(id, outcome)?;
+        // An id it does not hold (a repeat, or no file at all) is no answer:
+        // nothing more it says can be trusted, so it ends, and the files it
+        // still holds are retried as any dead worker's are.
+        let mut trusted = self.take_back(index, &returned);
+        for (id, outcome) in answers {
+            if !trusted || !self.unhold(index, id) {
+                trusted = false;
+                break;
             }
+            if let Some(w) = self.workers[index].as_mut() {
+                w.small = outcome.as_ref().is_ok_and(|d| d.size < ANSWER_AT_ONCE);
+            }
+            self.report(id, outcome)?;
+        }
+        if !trusted {
+            if let Some(w) = self.workers[index].as_mut() {
+                let _ = w.child.kill();
+            }
+            gone = true;
         }
         if gone {
             // Buries it, requeues what it held and refills everyone.
@@ -371,16 +389,31 @@ impl Pool<'_, '_> {
 
     /// Files `worker` handed back unread: first in line again, their sizes
     /// known now, so they are batched by bytes (and never handed back).
-    fn take_back(&mut self, worker: usize, returned: &[(u32, u64)]) {
+    /// Whether it held every one of them.
+    fn take_back(&mut self, worker: usize, returned: &[(u32, u64)]) -> bool {
         for &(id, size) in returned.iter().rev() {
-            if let Some(w) = self.workers[worker].as_mut() {
-                if let Some(pos) = w.in_flight.iter().position(|&x| x == id) {
-                    w.in_flight.remove(pos);
-                }
+            if !self.unhold(worker, id) {
+                return false;
             }
             self.sizes[id as usize] = Some(size);
             self.queue.push_front(id);
         }
+        true
+    }
+
+    /// Take file `id` off what `worker` holds; whether it held it.
+    fn unhold(&mut self, worker: usize, id: u32) -> bool {
+        let Some(w) = self.workers[worker].as_mut() else {
+            return false;
+        };
+        // Answers come in the order files were sent: found at the front.
+        let Some(pos) = w.in_flight.iter().position(|&x| x == id) else {
+            return false;
+        };
+        w.in_flight.remove(pos);
+        let size = self.sizes.get(id as usize).copied().flatten();
+        w.in_flight_bytes = w.in_flight_bytes.saturating_sub(size.unwrap_or(0));
+        true
     }
 
     /// One more worker, while files wait for the disk and the pool may grow

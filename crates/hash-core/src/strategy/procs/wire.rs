@@ -146,13 +146,23 @@ pub(super) fn write_response(w: &mut impl Write, id: u32, outcome: &Outcome) -> 
         }
         Err(ErrorKind::NotRegular) => w.write_all(&[TAG_NOT_REGULAR]),
         Err(other) => {
-            let msg = other.to_string();
+            let mut msg = other.to_string();
+            if msg.len() > MAX_MESSAGE {
+                let mut end = MAX_MESSAGE;
+                while !msg.is_char_boundary(end) {
+                    end -= 1;
+                }
+                msg.truncate(end);
+            }
             w.write_all(&[TAG_MESSAGE])?;
             w.write_all(&(msg.len() as u32).to_le_bytes())?;
             w.write_all(msg.as_bytes())
         }
     }
 }
+
+/// The longest error message on the wire, in bytes (longer ones are cut).
+const MAX_MESSAGE: usize = 64 * 1024;
 
 /// Bytes of a [`Stamp`] on the wire: five little-endian 64-bit fields.
 const STAMP_BYTES: usize = 40;
@@ -229,7 +239,13 @@ pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
         TAG_MESSAGE => {
             let mut len = [0u8; 4];
             r.read_exact(&mut len)?;
-            let mut msg = vec![0; u32::from_le_bytes(len) as usize];
+            let len = u32::from_le_bytes(len) as usize;
+            // Longer is no message a worker writes: a corrupt length, which
+            // would otherwise be waited for as the rest of a message.
+            if len > MAX_MESSAGE {
+                return Err(io::Error::other(format!("error message of {len} bytes")));
+            }
+            let mut msg = vec![0; len];
             r.read_exact(&mut msg)?;
             Err(ErrorKind::Io(io::Error::other(
                 String::from_utf8_lossy(&msg).into_owned(),
@@ -343,6 +359,35 @@ mod tests {
         for cut in 1..wire.len() - 5 {
             assert!(read_message(&mut &wire[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// The parent reads answers as they arrive and takes a short read as
+    /// "more to come": a cut message must say `UnexpectedEof` (wait), and a
+    /// corrupt length must not (it would be waited for forever).
+    #[test]
+    fn a_cut_message_waits_and_a_corrupt_length_does_not() {
+        let long = ErrorKind::Io(io::Error::other("é".repeat(MAX_MESSAGE)));
+        let mut wire = Vec::new();
+        write_response(&mut wire, 7, &Err(long)).unwrap();
+        // Cut to the most the wire takes, at a character's boundary.
+        let Some(Message::Answer(7, Err(e))) = read_message(&mut &wire[..]).unwrap() else {
+            panic!("not the answer written");
+        };
+        let text = e.to_string();
+        assert!(
+            text.len() <= MAX_MESSAGE && text.len() > MAX_MESSAGE - 2,
+            "{}",
+            text.len()
+        );
+        assert!(text.chars().all(|c| c == 'é'));
+        for cut in [6, 9, 10, wire.len() - 1] {
+            let err = read_message(&mut &wire[..cut]).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "cut at {cut}");
+        }
+        let mut corrupt = wire[..5].to_vec();
+        corrupt.extend_from_slice(&u32::MAX.to_le_bytes());
+        let err = read_message(&mut &corrupt[..]).unwrap_err();
+        assert_ne!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //!
 //! A worker is the same binary started by the pool (see [`super::is_worker`]);
 //! it hashes one file at a time and batches the answers to small files so the
-//! parent wakes once per batch. It holds no state besides its read buffer and
-//! the last directory it opened, so a worker that dies loses nothing but the
-//! files it held, which the pool retries.
+//! parent wakes once per batch ([`serve`]); under a depth policy (a network
+//! file system, `--max-in-flight`) it reads several at once, each on a thread
+//! of its own, and answers each when done ([`serve_many`]). It holds no state
+//! besides its read buffers and the last directory it opened, so a worker
+//! that dies loses nothing but the files it held, which the pool retries.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
@@ -155,9 +157,8 @@ fn serve(
     mut input: BufReader<File>,
     output: &Mutex<BufWriter<File>>,
     reading: &Reading,
-    hooks: Hooks,
+    mut hooks: Hooks,
 ) -> ExitCode {
-    let mut hooks = hooks;
     let small = std::env::var_os(WORKER_SMALL_BUFFER_ENV).is_some_and(|v| v == "1");
     let mut buf = if small {
         hasher::Buffer::small()
@@ -214,7 +215,7 @@ fn serve(
         // it knows), so the parent refills the queue before it runs dry; a
         // large file is answered at once so the parent can send more work
         // without delay. Half, not a quarter: each answer wakes the parent
-        // (then through a reader thread) and then this worker again, and on 12,000
+        // (then via a reader thread, since removed) and this worker again; on 12,000
         // warm files of 3 KiB (2-vCPU Intel Xeon guest, `perf stat -r 20`) a
         // quarter made 694 context switches a run and half 425, and ran
         // 37.8 → 35.6 ms (hyperfine medians, 40 runs; three quarters: 35.5;
@@ -272,7 +273,16 @@ fn serve_many(
             };
             hooks.on_request(&req);
             if !inbox.put(req) && readers < most {
-                let reader = || read_files((&inbox, &dirs), output, reading, &failed);
+                // A panic in a reader would leave its file unanswered and
+                // the worker waiting for more work: the worker ends instead,
+                // as it would with the panic on its main thread, and the
+                // parent retries what it held.
+                let reader = || {
+                    let read = || read_files((&inbox, &dirs), output, reading, &failed);
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).is_err() {
+                        std::process::abort();
+                    }
+                };
                 if crate::limits::thread_builder()
                     .spawn_scoped(scope, reader)
                     .is_ok()
@@ -319,7 +329,7 @@ impl Inbox {
     fn put(&self, req: Request) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.requests.push_back(req);
-        let idle = state.idle > state.requests.len() - 1;
+        let idle = state.idle >= state.requests.len();
         drop(state);
         self.ready.notify_one();
         idle
@@ -363,11 +373,7 @@ fn read_files(
 ) {
     let mut buf = hasher::Buffer::small();
     while let Some(req) = inbox.take() {
-        let dir = parent_of(&req).and_then(|p| {
-            // (Held while a directory opens: the readers behind it want it too.)
-            let mut last = dirs.lock().unwrap_or_else(|e| e.into_inner());
-            last.dir(p)
-        });
+        let dir = parent_of(&req).and_then(|p| shared_dir(dirs, p));
         // (Nothing is handed back unasked; were it, the parent sends it again.)
         let hashed = hash_in(&req, dir, reading, &mut buf, &|_| {}, false);
         let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
@@ -419,6 +425,27 @@ impl LastDir {
         }
         self.fd.clone()
     }
+}
+
+/// A descriptor of directory `parent` from `dirs`, the last one its readers
+/// opened, or opened now and kept there. The lock is not held while it
+/// opens: on a network file system that is a round trip, and a directory
+/// that does not answer must not hold up readers of other directories.
+fn shared_dir(dirs: &Mutex<LastDir>, parent: &Path) -> Option<DirFd> {
+    let lock = || dirs.lock().unwrap_or_else(|e| e.into_inner());
+    {
+        let last = lock();
+        if last.path == parent && last.fd.is_some() {
+            return last.fd.clone();
+        }
+    }
+    let fd = hasher::open_dir(parent)
+        .ok()
+        .map(|fd| DirFd(std::sync::Arc::new(fd)));
+    let mut last = lock();
+    last.path = parent.to_path_buf();
+    last.fd.clone_from(&fd);
+    fd
 }
 
 /// The directory to open `req`'s file in, if it is opened relative to one:
