@@ -1,7 +1,9 @@
 //! Failure handling that only `hash-procs` has: workers that die, and a parent
 //! that dies. Workers read test-only environment variables (see
 //! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_ABORT` makes a worker
-//! abort on one file name, and `HASHRACE_TEST_WORKER_READY` names a FIFO each
+//! abort on one file name, `HASHRACE_TEST_WORKER_PANIC` makes a reader thread
+//! of a worker that reads several files at once panic on one, and
+//! `HASHRACE_TEST_WORKER_READY` names a FIFO each
 //! worker opens and writes its pid to once it holds work, before it hashes
 //! anything.
 //!
@@ -263,6 +265,33 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
         assert_eq!(notices, 2, "{err}");
         assert_eq!(out.status.code(), Some(1));
     }
+}
+
+/// A worker reading several files at once on threads of its own ends when
+/// one of those threads panics: the file the thread held would otherwise
+/// never be answered, and the run would wait for it. The worker aborts, and
+/// its files are retried as any dead worker's are.
+#[test]
+fn a_panic_on_a_workers_reader_thread_ends_the_worker_not_the_run() {
+    if !hooks_compiled() {
+        return;
+    }
+    let t = tree(10);
+    let poison = t.file(b"poison", b"boom");
+    let out = run(Command::new(BIN)
+        .args(["-j", "2", "--max-in-flight", "6"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_PANIC", "poison"));
+    let text = show(&out.stdout);
+    assert_eq!(text.lines().count(), 10, "{text}");
+    assert!(!text.contains("poison"), "{text}");
+    let err = show(&out.stderr);
+    let verdict = format!(
+        "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
+        poison.display()
+    );
+    assert!(err.contains(&verdict), "{err}");
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

@@ -34,9 +34,13 @@ use crate::strategy::{DirFd, Job, Outcome};
 /// abort when asked to hash a path ending with this value...
 #[cfg(debug_assertions)]
 const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
-/// ...and write its pid to this FIFO once it holds work (tests wait on it).
+/// ...and write its pid to this FIFO once it holds work (tests wait on it);
 #[cfg(debug_assertions)]
 const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
+/// a reader of [`serve_many`] panics when asked to hash a path ending with
+/// this value.
+#[cfg(debug_assertions)]
+const HOOK_PANIC: &str = "HASHRACE_TEST_WORKER_PANIC";
 
 /// The worker's main loop: answer requests until stdin closes.
 pub fn worker_main() -> ExitCode {
@@ -372,7 +376,15 @@ fn read_files(
     failed: &AtomicBool,
 ) {
     let mut buf = hasher::Buffer::small();
+    #[cfg(debug_assertions)]
+    let panic_on = std::env::var_os(HOOK_PANIC);
     while let Some(req) = inbox.take() {
+        #[cfg(debug_assertions)]
+        if let Some(name) = &panic_on {
+            if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
+                panic!("test hook: {}", req.path.display());
+            }
+        }
         let dir = parent_of(&req).and_then(|p| shared_dir(dirs, p));
         // (Nothing is handed back unasked; were it, the parent sends it again.)
         let hashed = hash_in(&req, dir, reading, &mut buf, &|_| {}, false);
