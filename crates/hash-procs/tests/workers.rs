@@ -226,7 +226,10 @@ fn a_killed_worker_loses_nothing() {
 
 /// Also with workers that read several files at once, on threads of their
 /// own (`--max-in-flight` above `-j`, as on a network file system): a worker
-/// that dies loses every file it held, and each is retried alone.
+/// that dies loses every file it held, and each is retried alone. There a
+/// panic on one of a worker's threads ends the worker too: the file that
+/// thread held would otherwise never be answered, and the run would wait
+/// for it.
 #[test]
 fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
     if !hooks_compiled() {
@@ -241,57 +244,33 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
         .map(|l| format!("{l}\n"))
         .filter(|l| !l.ends_with(&poison_line))
         .collect();
-    for depth in [None, Some("6")] {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["-j", "2"]);
-        if let Some(depth) = depth {
-            cmd.args(["--max-in-flight", depth]);
-        }
-        let out = run(cmd
+    let several = ["--max-in-flight", "6"];
+    for (hook, depth) in [
+        ("HASHRACE_TEST_WORKER_ABORT", &[][..]),
+        ("HASHRACE_TEST_WORKER_ABORT", &several[..]),
+        ("HASHRACE_TEST_WORKER_PANIC", &several[..]),
+    ] {
+        let out = run(Command::new(BIN)
+            .args(["-j", "2"])
+            .args(depth)
             .arg(t.root())
-            .env("HASHRACE_TEST_WORKER_ABORT", "poison"));
-        assert_eq!(show(&out.stdout), expected, "--max-in-flight {depth:?}");
+            .env(hook, "poison"));
+        let what = format!("{hook} {depth:?}");
+        assert_eq!(show(&out.stdout), expected, "{what}");
         let err = show(&out.stderr);
         let verdict = format!(
             "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
             poison.display()
         );
-        assert!(err.contains(&verdict), "{err}");
+        assert!(err.contains(&verdict), "{what}: {err}");
         // Two attempts, each announced, then the verdict.
         let notices = err
             .lines()
             .filter(|l| l.starts_with("hash-procs: worker process "))
             .count();
-        assert_eq!(notices, 2, "{err}");
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(notices, 2, "{what}: {err}");
+        assert_eq!(out.status.code(), Some(1), "{what}");
     }
-}
-
-/// A worker reading several files at once on threads of its own ends when
-/// one of those threads panics: the file the thread held would otherwise
-/// never be answered, and the run would wait for it. The worker aborts, and
-/// its files are retried as any dead worker's are.
-#[test]
-fn a_panic_on_a_workers_reader_thread_ends_the_worker_not_the_run() {
-    if !hooks_compiled() {
-        return;
-    }
-    let t = tree(10);
-    let poison = t.file(b"poison", b"boom");
-    let out = run(Command::new(BIN)
-        .args(["-j", "2", "--max-in-flight", "6"])
-        .arg(t.root())
-        .env("HASHRACE_TEST_WORKER_PANIC", "poison"));
-    let text = show(&out.stdout);
-    assert_eq!(text.lines().count(), 10, "{text}");
-    assert!(!text.contains("poison"), "{text}");
-    let err = show(&out.stderr);
-    let verdict = format!(
-        "hash-procs: {}: worker process died: was killed by signal 6 (SIGABRT)\n",
-        poison.display()
-    );
-    assert!(err.contains(&verdict), "{err}");
-    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
