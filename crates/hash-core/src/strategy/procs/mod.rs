@@ -155,8 +155,15 @@ impl Runner for Procs {
             // On a local disk the workers are the reads in flight: more
             // start while files wait for the disk.
             let grow_to = GROW_MAX.max(workers).min(files.len().max(1));
-            let how = ((workers, grow_to), (false, early), (None, 1));
-            let peak = pool::run(files, &order, how.0, how.1, how.2, reading, sink);
+            let peak = pool::run(
+                files,
+                &order,
+                (workers, grow_to),
+                (false, early),
+                (None, 1),
+                reading,
+                sink,
+            );
             return Ran {
                 in_flight: Some(format!(
                     "{workers} workers, growing to at most {grow_to} while files wait \
@@ -178,12 +185,15 @@ impl Runner for Procs {
             limits.1.max(policy.target())
         };
         let files_each = most.div_ceil(workers);
-        let how = (
+        let ran = pool::run(
+            files,
+            &order,
             (workers, workers),
             (true, early),
             (Some(&policy), files_each),
+            reading,
+            sink,
         );
-        let ran = pool::run(files, &order, how.0, how.1, how.2, reading, sink);
         let mut in_flight = policy.describe();
         if ran < workers {
             in_flight = format!("{in_flight}; {ran} worker processes ran, not {workers}");

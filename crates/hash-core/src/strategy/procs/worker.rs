@@ -429,14 +429,31 @@ impl LastDir {
     /// same directory; `None` if it cannot be opened (the file is then
     /// opened by its path, and fails or not on its own).
     fn dir(&mut self, parent: &Path) -> Option<DirFd> {
-        if self.fd.is_none() || self.path != parent {
-            self.fd = hasher::open_dir(parent)
-                .ok()
-                .map(|fd| DirFd(std::sync::Arc::new(fd)));
-            self.path = parent.to_path_buf();
+        if let Some(fd) = self.kept(parent) {
+            return Some(fd);
         }
-        self.fd.clone()
+        let fd = open_dir(parent);
+        self.keep(parent, fd.clone());
+        fd
     }
+
+    /// The descriptor kept, if it is `parent`'s.
+    fn kept(&self, parent: &Path) -> Option<DirFd> {
+        self.fd.clone().filter(|_| self.path == parent)
+    }
+
+    /// Keep `fd` as `parent`'s descriptor.
+    fn keep(&mut self, parent: &Path, fd: Option<DirFd>) {
+        self.path = parent.to_path_buf();
+        self.fd = fd;
+    }
+}
+
+/// A descriptor of directory `parent`, `None` if it cannot be opened.
+fn open_dir(parent: &Path) -> Option<DirFd> {
+    hasher::open_dir(parent)
+        .ok()
+        .map(|fd| DirFd(std::sync::Arc::new(fd)))
 }
 
 /// A descriptor of directory `parent` from `dirs`, the last one its readers
@@ -445,18 +462,11 @@ impl LastDir {
 /// that does not answer must not hold up readers of other directories.
 fn shared_dir(dirs: &Mutex<LastDir>, parent: &Path) -> Option<DirFd> {
     let lock = || dirs.lock().unwrap_or_else(|e| e.into_inner());
-    {
-        let last = lock();
-        if last.path == parent && last.fd.is_some() {
-            return last.fd.clone();
-        }
+    if let Some(fd) = lock().kept(parent) {
+        return Some(fd);
     }
-    let fd = hasher::open_dir(parent)
-        .ok()
-        .map(|fd| DirFd(std::sync::Arc::new(fd)));
-    let mut last = lock();
-    last.path = parent.to_path_buf();
-    last.fd.clone_from(&fd);
+    let fd = open_dir(parent);
+    lock().keep(parent, fd.clone());
     fd
 }
 
