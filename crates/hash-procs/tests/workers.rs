@@ -2,8 +2,10 @@
 //! that dies. Workers read test-only environment variables (see
 //! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_ABORT` makes a worker
 //! abort on one file name, `HASHRACE_TEST_WORKER_PANIC` makes a reader thread
-//! of a worker that reads several files at once panic on one, and
-//! `HASHRACE_TEST_WORKER_READY` names a FIFO each
+//! of a worker that reads several files at once panic on one,
+//! `HASHRACE_TEST_WORKER_WAIT=1` makes every read count as one that waited
+//! for the disk (so a local disk's worker adds readers as on a cold tree),
+//! and `HASHRACE_TEST_WORKER_READY` names a FIFO each
 //! worker opens and writes its pid to once it holds work, before it hashes
 //! anything.
 //!
@@ -245,17 +247,21 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
         .filter(|l| !l.ends_with(&poison_line))
         .collect();
     let several = ["--max-in-flight", "6"];
-    for (hook, depth) in [
-        ("HASHRACE_TEST_WORKER_ABORT", &[][..]),
-        ("HASHRACE_TEST_WORKER_ABORT", &several[..]),
-        ("HASHRACE_TEST_WORKER_PANIC", &several[..]),
+    for (hook, depth, wait) in [
+        ("HASHRACE_TEST_WORKER_ABORT", &[][..], "0"),
+        ("HASHRACE_TEST_WORKER_ABORT", &several[..], "0"),
+        ("HASHRACE_TEST_WORKER_PANIC", &several[..], "0"),
+        // Readers added by a local disk's worker.
+        ("HASHRACE_TEST_WORKER_ABORT", &[][..], "1"),
+        ("HASHRACE_TEST_WORKER_PANIC", &[][..], "1"),
     ] {
         let out = run(Command::new(BIN)
             .args(["-j", "2"])
             .args(depth)
             .arg(t.root())
-            .env(hook, "poison"));
-        let what = format!("{hook} {depth:?}");
+            .env(hook, "poison")
+            .env("HASHRACE_TEST_WORKER_WAIT", wait));
+        let what = format!("{hook} {depth:?} wait {wait}");
         assert_eq!(show(&out.stdout), expected, "{what}");
         let err = show(&out.stderr);
         let verdict = format!(
@@ -271,6 +277,37 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
         assert_eq!(notices, 2, "{what}: {err}");
         assert_eq!(out.status.code(), Some(1), "{what}");
     }
+}
+
+/// A local disk's worker whose reads wait for the disk adds readers,
+/// threads of its own that share the files it holds: every file is still
+/// answered once and printed in order, and `--stats` counts the readers.
+#[test]
+fn readers_added_while_files_wait_hash_every_file_once() {
+    if !hooks_compiled() {
+        return;
+    }
+    let t = Tree::new();
+    for i in 0..600 {
+        t.file(format!("d{}/f{i:03}", i % 7).as_bytes(), &pattern(100 + i));
+    }
+    let expected = reference("-H", &[t.root()]);
+    let out = run(Command::new(BIN)
+        .args(["-j", "2", "--stats"])
+        .arg(t.root())
+        .env("HASHRACE_TEST_WORKER_WAIT", "1"));
+    let err = show(&out.stderr);
+    assert_eq!(show(&out.stdout), show(&expected), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // "... up to 64: N at most", N counting both workers' readers.
+    let (line, _) = in_flight(&err);
+    let readers: usize = line
+        .rsplit(": ")
+        .next()
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no readers in {line}"));
+    assert!(readers > 2, "{line}");
 }
 
 #[test]

@@ -16,7 +16,9 @@
 //! small files in groups of half a batch (by count, or by the bytes the
 //! parent batched them by when it knew their sizes), so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
-//! file. On a network file system, and under `--max-in-flight`, the depth
+//! file. While its reads wait for a local disk, a worker adds reader threads
+//! that share the files it holds, up to its share of the threads
+//! strategy's ceiling ([`readers_each`]). On a network file system, and under `--max-in-flight`, the depth
 //! policy of [`crate::inflight`] sets the files in flight instead, as it
 //! does for the other strategies: they are shared out among the workers,
 //! and each worker reads its files at once, on threads of its own (there a
@@ -57,7 +59,7 @@ use super::order::sorted_plan;
 use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
 use crate::hasher::{ReadPolicy, Reading};
 use crate::inflight::{Climb, Hint, Policy, Shared};
-use crate::strategy::threads::max_readers;
+use crate::strategy::threads::{max_readers, MAX_READERS};
 
 /// `hash-procs`: `-j` worker processes, which are this same binary started
 /// again (see [`is_worker`]).
@@ -121,13 +123,7 @@ impl Runner for Procs {
             return;
         }
         let Ok(exe) = pool::own_exe() else { return };
-        let how = pool::Started {
-            data_path: read.path,
-            cores_each: cores_each(self.workers),
-            small_buffers: false,
-            stamps: read.stamps,
-            files_each: 1,
-        };
+        let how = pool::Started::local(read, self.workers);
         // A worker that cannot start now is retried, and reported, by the run.
         let children = (0..n).map_while(|_| pool::start(&exe, how).ok()).collect();
         *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(pool::Early { how, children });
@@ -152,22 +148,15 @@ impl Runner for Procs {
         )
         .filter(|p| !p.is_cap());
         let Some(policy) = policy else {
-            // On a local disk the workers are the reads in flight: more
-            // start while files wait for the disk.
-            let grow_to = GROW_MAX.max(workers).min(files.len().max(1));
-            let peak = pool::run(
-                files,
-                &order,
-                (workers, grow_to),
-                (false, early),
-                (None, 1),
-                reading,
-                sink,
-            );
+            // On a local disk each worker reads one file at a time, and
+            // adds readers of its own while files wait for the disk.
+            let how = pool::Started::local(reading.policy(), workers);
+            let peak = pool::run(files, &order, (workers, how), early, None, reading, sink);
             return Ran {
                 in_flight: Some(format!(
-                    "{workers} workers, growing to at most {grow_to} while files wait \
-                     for the disk: {peak} at most"
+                    "{workers} workers, each adding readers while files wait for the \
+                     disk, up to {}: {} at most",
+                    how.readers_each, peak.readers
                 )),
                 order: described,
                 ..Ran::default()
@@ -184,16 +173,22 @@ impl Runner for Procs {
         } else {
             limits.1.max(policy.target())
         };
-        let files_each = most.div_ceil(workers);
+        let how = pool::Started {
+            small_buffers: true,
+            files_each: most.div_ceil(workers).max(1),
+            readers_each: 1,
+            ..pool::Started::local(reading.policy(), workers)
+        };
         let ran = pool::run(
             files,
             &order,
-            (workers, workers),
-            (true, early),
-            (Some(&policy), files_each),
+            (workers, how),
+            early,
+            Some(&policy),
             reading,
             sink,
         );
+        let ran = ran.workers;
         let mut in_flight = policy.describe();
         if ran < workers {
             in_flight = format!("{in_flight}; {ran} worker processes ran, not {workers}");
@@ -214,20 +209,15 @@ fn cores_each(workers: usize) -> usize {
     (super::default_workers() / workers.max(1)).max(1)
 }
 
-/// The most workers a run on a local disk grows to while its files wait for
-/// the disk (each reads one file at a time). On the 2-vCPU guests cold 4 KiB
-/// files ran fastest with 16–32 workers (`scripts/bench-inflight.sh`), but a
-/// worker costs resident memory (its own copy of the binary's pages and its
-/// read buffer), and a run keeps within 64 MiB summed over its processes.
-/// A worker started while files wait reads into a small buffer
-/// ([`WORKER_SMALL_BUFFER_ENV`]): ~3.6 MiB instead of ~5.5. Measured on
-/// `small`, cold (2-vCPU AMD EPYC guest, `hash-bench maxrss`, the tree's
-/// sum): 8 workers, 2 of them started with 2 MiB buffers and 6 added with
-/// small ones, 40 MiB (52 MiB with 2 MiB buffers throughout); 14 workers,
-/// 12 of them added, 62.8–64.0 MiB, and 1.1× faster than 8 (median of 6
-/// interleaved runs, 0.42 s against 0.46 s). With more CPUs more workers
-/// start with 2 MiB buffers, and 14 hold more than 64 MiB.
-const GROW_MAX: usize = 14;
+/// The most readers each of `workers` workers on a local disk may run (the
+/// threads strategy's ceiling, shared out): readers are threads, each with a
+/// small buffer, so they cost little memory. (Before, the pool started more
+/// worker processes instead, one file each: each cost its own copy of the
+/// binary's pages and a buffer, ~3.6 MiB, so a run within 64 MiB stopped at
+/// 14, and each took ~1.5 ms of CPU to start.)
+fn readers_each(workers: usize) -> usize {
+    (MAX_READERS / workers.max(1)).max(1)
+}
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.
@@ -237,11 +227,10 @@ pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 /// parent's policy (each measures for itself under `auto`).
 const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
 
-/// `1` in a worker's environment when it was started while files waited for
-/// the disk: it reads into a small buffer (see [`crate::hasher::Buffer`]),
-/// as the extra readers of `hash-threads` do, since the disk, not the copy,
-/// is its limit; the 2 MiB huge-page buffer was a third of a worker's
-/// resident memory.
+/// `1` in a worker's environment when it reads into a small buffer (see
+/// [`crate::hasher::Buffer`]), as the extra readers of `hash-threads` do: on
+/// a network file system the round trips, not the copy, are its limit, and
+/// the 2 MiB huge-page buffer was a third of a worker's resident memory.
 const WORKER_SMALL_BUFFER_ENV: &str = "HASHRACE_PROCS_WORKER_SMALL_BUFFER";
 
 /// `1` in a worker's environment when the run asks for each file's stamps
@@ -254,6 +243,11 @@ const WORKER_STAMPS_ENV: &str = "HASHRACE_PROCS_WORKER_STAMPS";
 /// policy's files in flight). `1`, or absent: one file at a time, the
 /// files after it queued (a local disk's worker).
 const WORKER_FILES_ENV: &str = "HASHRACE_PROCS_WORKER_FILES";
+
+/// In a local disk's worker's environment: the most readers it may run, itself
+/// included, adding one while its files wait for the disk (see
+/// [`readers_each`]).
+const WORKER_READERS_ENV: &str = "HASHRACE_PROCS_WORKER_READERS";
 
 /// The CPUs a worker may count as its own: the machine's, shared out among
 /// the workers. A worker starts a helper thread for a large file (reading or

@@ -27,7 +27,8 @@ use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
 use super::{
     ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
-    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_FILES_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
+    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_FILES_ENV, WORKER_READERS_ENV,
+    WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
 };
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
@@ -42,7 +43,7 @@ struct Heard {
     answers: Vec<(u32, Outcome)>,
     /// Files handed back unread, with their sizes.
     returned: Vec<(u32, u64)>,
-    /// How many of its files had to wait for the disk.
+    /// How many readers it added while its files waited for the disk.
     waited: usize,
     /// Its output ended, or broke the wire format: it is gone or must go.
     gone: bool,
@@ -67,6 +68,8 @@ struct Worker {
     /// Whether its last answer was a small file: the walk does not `stat`
     /// files, so batches grow on evidence that files here are small.
     small: bool,
+    /// Its readers: one, and those it added while files waited for the disk.
+    readers: usize,
 }
 
 struct Pool<'a, 's> {
@@ -77,21 +80,14 @@ struct Pool<'a, 's> {
     /// The run's shared state: bytes the workers say they streamed are
     /// counted in it, for the progress line.
     reading: Arc<Reading>,
-    /// The most workers the pool may grow to while files wait for the disk.
-    grow_to: usize,
-    /// The most workers that were alive at once.
-    peak: usize,
+    /// The most workers, and readers, that were alive at once.
+    peak: Peak,
     /// Where a depth policy sets the files in flight (a network file
     /// system, or `--max-in-flight`): shared out among the workers, each of
     /// which reads up to [`Started::files_each`] at once.
     policy: Option<&'a Shared>,
     /// The policy's depth when the workers were last fed.
     target: usize,
-    /// Files answered since `Waited` messages last called for a worker
-    /// (see [`worth_growing`])...
-    answered: usize,
-    /// ...and the `Waited` messages heard since.
-    waits: usize,
     files: &'a [Job],
     sink: &'a mut Sink<'s>,
     queue: VecDeque<u32>,
@@ -107,25 +103,30 @@ struct Pool<'a, 's> {
     sizes: Vec<Option<u64>>,
 }
 
-/// Hash `files` on `workers` worker processes, more (up to `grow_to`) while
-/// files wait for the disk, handing them out in `order`; the most workers
-/// that ran at once. `small_buffers`: every worker reads into a small
-/// buffer (see [`WORKER_SMALL_BUFFER_ENV`]), not only those added for a
-/// waiting disk. The first workers are taken from `early` where they were
-/// started as these would be; the rest of `early` is ended. With a depth
-/// `policy`, each worker reads up to `files_each` files at once and the
-/// workers together hold what the policy says.
+/// The most workers, and readers summed over them, that ran at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Peak {
+    pub(super) workers: usize,
+    pub(super) readers: usize,
+}
+
+/// Hash `files` on `workers` worker processes started as `how` says,
+/// handing them out in `order`; the most workers, and readers, that ran at
+/// once. The first workers are taken from `early` where they were started
+/// the same way; the rest of `early` is ended. With a depth `policy`, each
+/// worker reads up to [`Started::files_each`] files at once and the workers
+/// together hold what the policy says.
 pub(super) fn run(
     files: &[Job],
     order: &[usize],
-    (workers, grow_to): (usize, usize),
-    (small_buffers, early): (bool, Option<Early>),
-    (policy, files_each): (Option<&Shared>, usize),
+    (workers, how): (usize, Started),
+    early: Option<Early>,
+    policy: Option<&Shared>,
     reading: &Arc<Reading>,
     sink: &mut Sink<'_>,
-) -> usize {
+) -> Peak {
     if files.is_empty() {
-        return 0;
+        return Peak::default();
     }
     let exe = match own_exe() {
         Ok(exe) => exe,
@@ -133,26 +134,16 @@ pub(super) fn run(
             let why = format!("cannot find own executable to start workers: {e}");
             for i in 0..files.len() {
                 if sink(i, Err(ErrorKind::WorkerDied(why.clone()))).is_break() {
-                    return 0;
+                    return Peak::default();
                 }
             }
-            return 0;
+            return Peak::default();
         }
     };
     assert!(files.len() < STREAMED_ID as usize, "2^32 files or more");
     let mut pool = Pool {
         exe,
-        how: Started {
-            data_path: reading.policy().path,
-            cores_each: super::cores_each(workers),
-            small_buffers,
-            stamps: reading.policy().stamps,
-            files_each: if policy.is_some() {
-                files_each.max(1)
-            } else {
-                1
-            },
-        },
+        how,
         reading: Arc::clone(reading),
         files,
         sink,
@@ -161,13 +152,10 @@ pub(super) fn run(
         workers: Vec::new(),
         // Enough to replace every worker a few times; a binary whose workers
         // die on start-up must not respawn forever.
-        spawns_left: workers.max(grow_to) * 4 + 4,
-        grow_to: grow_to.min(files.len()),
-        peak: 0,
+        spawns_left: workers * 4 + 4,
+        peak: Peak::default(),
         policy,
         target: policy.map_or(0, |p| p.target()),
-        answered: 0,
-        waits: 0,
         remaining: files.len(),
         sized: files.iter().any(|j| j.size > 0),
         sizes: vec![None; files.len()],
@@ -191,13 +179,13 @@ pub(super) fn run(
             if started == 0 {
                 // Not one: this process hashes them all itself.
                 crate::strategy::serial::hash_in_order(files, reading, pool.sink);
-                return 0;
+                return Peak::default();
             }
             break;
         }
     }
     drop(early);
-    pool.peak = pool.live_workers();
+    pool.note_peak();
     pool.feed_all();
     let flow = pool.event_loop();
     pool.shutdown(flow.is_break());
@@ -330,8 +318,8 @@ impl Pool<'_, '_> {
     }
 
     /// Act on what worker `index` said: report its answers, refill it (or
-    /// everyone, when it handed files back), grow the pool on waits, and
-    /// bury it when it is gone.
+    /// everyone, when it handed files back), count the readers it added,
+    /// and bury it when it is gone.
     fn act_on(&mut self, index: usize, heard: Heard) -> ControlFlow<()> {
         let Heard {
             answers,
@@ -339,12 +327,11 @@ impl Pool<'_, '_> {
             waited,
             mut gone,
         } = heard;
-        for _ in 0..waited {
-            self.waits += 1;
-            if worth_growing(self.waits, self.answered) {
-                (self.waits, self.answered) = (0, 0);
-                self.grow();
+        if waited > 0 {
+            if let Some(w) = self.workers[index].as_mut() {
+                w.readers += waited;
             }
+            self.note_peak();
         }
         let answers_empty = answers.is_empty();
         if let Some(policy) = self.policy {
@@ -416,22 +403,11 @@ impl Pool<'_, '_> {
         true
     }
 
-    /// One more worker, while files wait for the disk and the pool may grow
-    /// (up to `grow_to`): a worker reads one file at a time, so on a local
-    /// disk the workers are the files in flight.
-    fn grow(&mut self) {
-        if self.live_workers() >= self.grow_to || self.queue.is_empty() {
-            return;
-        }
-        // A worker started for waiting files counts one CPU as its own (the
-        // share of the first workers is already taken) and reads into a
-        // small buffer.
-        self.how.cores_each = 1;
-        self.how.small_buffers = true;
-        if self.spawn().is_ok() {
-            self.peak = self.peak.max(self.live_workers());
-            self.feed(self.workers.len() - 1);
-        }
+    /// Keep the most workers and readers alive at once.
+    fn note_peak(&mut self) {
+        let live = self.workers.iter().flatten();
+        self.peak.workers = self.peak.workers.max(live.clone().count());
+        self.peak.readers = self.peak.readers.max(live.map(|w| w.readers).sum());
     }
 
     fn live_workers(&self) -> usize {
@@ -440,7 +416,6 @@ impl Pool<'_, '_> {
 
     fn report(&mut self, id: u32, outcome: Outcome) -> ControlFlow<()> {
         self.remaining -= 1;
-        self.answered += 1;
         (self.sink)(id as usize, outcome)
     }
 
@@ -474,6 +449,7 @@ impl Pool<'_, '_> {
             in_flight: VecDeque::new(),
             in_flight_bytes: 0,
             small: false,
+            readers: 1,
         }));
         Ok(())
     }
@@ -643,22 +619,6 @@ impl Pool<'_, '_> {
     }
 }
 
-/// Whether `waits` messages of files that waited for the disk, against
-/// `answered` files, call for one more worker: when at least one file in
-/// [`FILES_PER_WAIT`] waited. A worker costs a process start (~1.5 ms of CPU
-/// on the 2-vCPU guests) and its memory, so a rare wait must not add one: on
-/// the Intel Xeon guest a warm tree still had a few pages read from disk a
-/// run (`/proc/diskstats`: 74 reads over 20 runs of 12,000 cached files),
-/// and growing on each wait took `hash-procs` past its two workers in 2 of
-/// 30 runs, once to 14. On a cold tree nearly every file waits (a worker
-/// says so at most every 2 ms), so growth there is as prompt as before.
-fn worth_growing(waits: usize, answered: usize) -> bool {
-    waits * FILES_PER_WAIT >= answered
-}
-
-/// See [`worth_growing`].
-const FILES_PER_WAIT: usize = 64;
-
 /// The files one of `live` workers may hold when a policy wants `target`
 /// in flight: an even share, rounded up (so the workers together hold at
 /// least the target), at most the `files_each` it reads at once, and at
@@ -680,6 +640,24 @@ pub(super) struct Started {
     pub(super) stamps: bool,
     /// The most files it reads at once (see [`WORKER_FILES_ENV`]).
     pub(super) files_each: usize,
+    /// The most readers it may add while files wait for the disk, itself
+    /// included (see [`WORKER_READERS_ENV`]).
+    pub(super) readers_each: usize,
+}
+
+impl Started {
+    /// How a local disk's worker is started, one of `workers`, for a run
+    /// that reads as `read` says.
+    pub(super) fn local(read: crate::hasher::ReadPolicy, workers: usize) -> Started {
+        Started {
+            data_path: read.path,
+            cores_each: super::cores_each(workers),
+            small_buffers: false,
+            stamps: read.stamps,
+            files_each: 1,
+            readers_each: super::readers_each(workers),
+        }
+    }
 }
 
 /// Workers started before the run knew its files (see
@@ -721,6 +699,7 @@ pub(super) fn start(exe: &std::path::Path, how: Started) -> std::io::Result<Chil
         )
         .env(WORKER_STAMPS_ENV, u8::from(how.stamps).to_string())
         .env(WORKER_FILES_ENV, how.files_each.to_string())
+        .env(WORKER_READERS_ENV, how.readers_each.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -775,18 +754,6 @@ fn describe(status: ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_rare_wait_adds_no_worker_and_waits_on_most_files_do() {
-        // The first wait of a run, before many answers: grow.
-        assert!(worth_growing(1, 0));
-        assert!(worth_growing(1, FILES_PER_WAIT));
-        // One wait among thousands of warm files: do not.
-        assert!(!worth_growing(1, 3_000));
-        assert!(!worth_growing(40, 3_000));
-        // Waits that add up to one file in 64 do.
-        assert!(worth_growing(3_000 / FILES_PER_WAIT + 1, 3_000));
-    }
 
     #[test]
     fn a_policys_depth_is_shared_out_among_the_workers() {
