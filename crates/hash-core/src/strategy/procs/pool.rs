@@ -68,8 +68,16 @@ struct Worker {
     /// Whether its last answer was a small file: the walk does not `stat`
     /// files, so batches grow on evidence that files here are small.
     small: bool,
-    /// Its readers: one, and those it added while files waited for the disk.
-    readers: usize,
+    /// The readers it added while files waited for the disk (its main
+    /// thread reads until the first, and then passes requests on).
+    added: usize,
+}
+
+impl Worker {
+    /// How many files it reads at once.
+    fn readers(&self) -> usize {
+        self.added.max(1)
+    }
 }
 
 struct Pool<'a, 's> {
@@ -329,7 +337,7 @@ impl Pool<'_, '_> {
         } = heard;
         if waited > 0 {
             if let Some(w) = self.workers[index].as_mut() {
-                w.readers += waited;
+                w.added += waited;
             }
             self.note_peak();
         }
@@ -407,7 +415,7 @@ impl Pool<'_, '_> {
     fn note_peak(&mut self) {
         let live = self.workers.iter().flatten();
         self.peak.workers = self.peak.workers.max(live.clone().count());
-        self.peak.readers = self.peak.readers.max(live.map(|w| w.readers).sum());
+        self.peak.readers = self.peak.readers.max(live.map(Worker::readers).sum());
     }
 
     fn live_workers(&self) -> usize {
@@ -449,7 +457,7 @@ impl Pool<'_, '_> {
             in_flight: VecDeque::new(),
             in_flight_bytes: 0,
             small: false,
-            readers: 1,
+            added: 0,
         }));
         Ok(())
     }
@@ -515,7 +523,8 @@ impl Pool<'_, '_> {
             } else if let Some(most) = held_most {
                 held < most
             } else {
-                held < DEPTH
+                // As many for each reader it runs.
+                held < DEPTH * w.readers()
                     || ((w.small || self.sized)
                         && held < batch
                         && w.in_flight_bytes + size <= BATCH_BYTES)

@@ -11,7 +11,6 @@
 //! besides its read buffers and the directories it opened last, so a worker
 //! that dies loses nothing but the files it held, which the pool retries.
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::os::fd::AsFd;
@@ -21,8 +20,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
-
-use rustix::event::{PollFd, PollFlags};
 
 use super::wire::{
     read_request, write_response, write_returned, write_streamed, write_waited, Request,
@@ -278,7 +275,7 @@ struct Readers<'a> {
     reading: &'a Reading,
     /// Set when an answer could not be written: the parent is gone.
     failed: AtomicBool,
-    /// Readers running, the main thread included...
+    /// Readers added...
     count: AtomicUsize,
     /// ...and the most there may be.
     most: usize,
@@ -286,19 +283,24 @@ struct Readers<'a> {
     answered: AtomicUsize,
     /// ...and the reads that waited for the disk since.
     waits: AtomicUsize,
+    /// Whether a reader was added: the main thread then stops reading files
+    /// and passes requests on to the readers through the inbox.
+    shared: AtomicBool,
     /// A test's: see [`HOOK_WAIT`].
     every_read_waits: bool,
 }
 
 impl<'a> Readers<'a> {
-    /// One more reader, when a read had to wait for the disk and requests
-    /// wait in the inbox: a worker reads one file at a time until its files
-    /// turn out not to be cached, and then as many as [`Readers::most`]
-    /// (cold small files are bound by latency; only many reads in flight
-    /// reach the disk's rate). The parent hears of each (`Waited`).
+    /// One more reader, called when a read had to wait for the disk (as
+    /// it waits, not after the file: a large file takes milliseconds): a
+    /// worker reads one file at a time until its files turn out not to be
+    /// cached, and then as many as [`Readers::most`] (cold small files are
+    /// bound by latency, and only many reads in flight reach the disk's
+    /// rate). The parent hears of each (`Waited`) and gives the worker more
+    /// files to hold.
     fn grow<'s>(&'s self, scope: &'s std::thread::Scope<'s, 'a>) {
         let waits = self.waits.fetch_add(1, Ordering::Relaxed) + 1;
-        if !worth_growing(waits, self.answered.load(Ordering::Relaxed)) || self.inbox.is_empty() {
+        if !worth_growing(waits, self.answered.load(Ordering::Relaxed)) {
             return;
         }
         self.waits.store(0, Ordering::Relaxed);
@@ -310,6 +312,7 @@ impl<'a> Readers<'a> {
                 .spawn_scoped(scope, reader)
                 .is_ok()
             {
+                self.shared.store(true, Ordering::Relaxed);
                 let mut out = self.output.lock().unwrap_or_else(|e| e.into_inner());
                 if write_waited(&mut out.w).and_then(|()| out.flush()).is_err() {
                     self.failed.store(true, Ordering::Relaxed);
@@ -320,10 +323,16 @@ impl<'a> Readers<'a> {
         self.count.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Whether a reader's last read waited for the disk (`waited` says so;
-    /// taken).
-    fn waited(&self, waited: &Cell<bool>) -> bool {
-        waited.take() || self.every_read_waits
+    /// The next request from `intake`, `None` at its end or when it broke
+    /// (then the worker has failed).
+    fn take_in(&self, intake: &mut Intake) -> Option<Request> {
+        if self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        intake.next().unwrap_or_else(|_| {
+            self.failed.store(true, Ordering::Relaxed);
+            None
+        })
     }
 
     /// An added reader: hash what the inbox holds until it closes, into a
@@ -331,8 +340,7 @@ impl<'a> Readers<'a> {
     fn help<'s>(&'s self, scope: &'s std::thread::Scope<'s, 'a>) {
         let mut buf = hasher::Buffer::small();
         let mut dirs = LastDir::default();
-        let waited = Cell::new(false);
-        let on_block = |_| waited.set(true);
+        let on_block = |_| self.grow(scope);
         let panic_on = PanicHook::new();
         while let Some(req) = self.inbox.take() {
             if self.failed.load(Ordering::Relaxed) {
@@ -346,82 +354,41 @@ impl<'a> Readers<'a> {
                 self.failed.store(true, Ordering::Relaxed);
                 return;
             }
-            if self.waited(&waited) {
+            if self.every_read_waits {
                 self.grow(scope);
             }
         }
     }
 }
 
-/// The main thread's side of a worker's input: requests read from stdin,
-/// and, once added readers share them, passed on through the inbox.
+/// A worker's input: requests read from stdin.
 struct Intake {
     input: BufReader<File>,
     hooks: Hooks,
-    /// Whether requests go through the inbox (from the first added reader on).
-    shared: bool,
-    /// Whether stdin has ended.
-    ended: bool,
 }
 
 impl Intake {
-    /// The next request for the main thread to hash, `None` at the end of
-    /// input; `Err`: the parent is gone or broken. Once shared, the first
-    /// in line in the inbox, after what has arrived is moved there.
-    fn next(&mut self, inbox: &Inbox) -> io::Result<Option<Request>> {
-        if self.shared {
-            self.fill(inbox)?;
-            if let Some(req) = inbox.try_take() {
-                return Ok(Some(req));
-            }
-        }
-        if self.ended {
-            return Ok(None);
-        }
+    /// The next request, `None` at the end of input; `Err`: the parent is
+    /// gone or broken.
+    fn next(&mut self) -> io::Result<Option<Request>> {
         let req = read_request(&mut self.input)?;
-        match &req {
-            Some(req) => self.hooks.on_request(req),
-            None => self.ended = true,
+        if let Some(req) = &req {
+            self.hooks.on_request(req);
         }
         Ok(req)
     }
 
-    /// Pass on to the inbox every request that has arrived, without
-    /// waiting for more; from now on requests go through it.
-    fn fill(&mut self, inbox: &Inbox) -> io::Result<()> {
-        self.shared = true;
-        while !self.ended && (!self.input.buffer().is_empty() || arrived(self.input.get_ref())) {
-            match read_request(&mut self.input)? {
-                Some(req) => {
-                    self.hooks.on_request(&req);
-                    inbox.put(req);
-                }
-                None => self.ended = true,
-            }
-        }
-        Ok(())
-    }
-
     /// Whether requests wait behind the one being hashed.
-    fn more(&self, inbox: &Inbox) -> bool {
-        !self.input.buffer().is_empty() || (self.shared && !inbox.is_empty())
+    fn more(&self) -> bool {
+        !self.input.buffer().is_empty()
     }
-}
-
-/// Whether `input` has something to read (or has ended) now.
-fn arrived(input: &File) -> bool {
-    let mut fds = [PollFd::new(input, PollFlags::IN)];
-    let now = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    matches!(rustix::event::poll(&mut fds, Some(&now)), Ok(n) if n > 0)
 }
 
 /// Answer requests from `input` until it closes (a local disk's worker):
-/// one file at a time on this thread, with a large read buffer, and more
-/// readers while files wait for the disk (see [`Readers::grow`]), up to
-/// `most`.
+/// one file at a time on this thread, with a large read buffer, until a
+/// read waits for the disk; from then on readers, up to `most`, added as
+/// reads wait (see [`Readers::grow`]), while this thread passes requests on
+/// to them as they arrive.
 fn serve(
     input: BufReader<File>,
     output: &Mutex<Out>,
@@ -440,53 +407,45 @@ fn serve(
         output,
         reading,
         failed: AtomicBool::new(false),
-        count: AtomicUsize::new(1),
+        count: AtomicUsize::new(0),
         most: readers_allowed(most),
         answered: AtomicUsize::new(0),
         waits: AtomicUsize::new(0),
+        shared: AtomicBool::new(false),
         every_read_waits: every_read_waits(),
     };
-    let mut intake = Intake {
-        input,
-        hooks,
-        shared: false,
-        ended: false,
-    };
+    let mut intake = Intake { input, hooks };
     let mut dirs = LastDir::default();
-    // Set when a read had to wait for the disk (see `hasher::Request::on_block`).
-    let waited = Cell::new(false);
-    let on_block = |_| waited.set(true);
     let panic_on = PanicHook::new();
     std::thread::scope(|scope| {
+        // Called when a read had to wait for the disk (see
+        // `hasher::Request::on_block`).
+        let on_block = |_| readers.grow(scope);
         // A panic here would leave the added readers waiting for requests.
-        abort_on_panic(|| loop {
-            let req = match intake.next(&readers.inbox) {
-                Ok(Some(req)) => req,
-                Ok(None) => break,
-                Err(_) => {
+        abort_on_panic(|| {
+            // One file at a time, until a reader is added...
+            while !readers.shared.load(Ordering::Relaxed) {
+                let Some(req) = readers.take_in(&mut intake) else {
+                    return;
+                };
+                // A large file the parent did not know the size of, with
+                // more files already here behind it: handed back unread
+                // (see `RETURN_MIN`).
+                let more = intake.more();
+                panic_on.check(&req);
+                let hashed = dirs.hash(&req, reading, &mut buf, &on_block, !req.keep && more);
+                readers.answered.fetch_add(1, Ordering::Relaxed);
+                if answer(output, &req, hashed, more).is_err() {
                     readers.failed.store(true, Ordering::Relaxed);
-                    break;
+                    return;
                 }
-            };
-            // A large file the parent did not know the size of, with more
-            // files already here behind it: handed back unread (see
-            // `RETURN_MIN`).
-            let more = intake.more(&readers.inbox);
-            panic_on.check(&req);
-            let hashed = dirs.hash(&req, reading, &mut buf, &on_block, !req.keep && more);
-            readers.answered.fetch_add(1, Ordering::Relaxed);
-            if answer(output, &req, hashed, more).is_err() {
-                readers.failed.store(true, Ordering::Relaxed);
-            }
-            if readers.failed.load(Ordering::Relaxed) {
-                break;
-            }
-            if readers.waited(&waited) && intake.more(&readers.inbox) {
-                if intake.fill(&readers.inbox).is_err() {
-                    readers.failed.store(true, Ordering::Relaxed);
-                    break;
+                if readers.every_read_waits {
+                    readers.grow(scope);
                 }
-                readers.grow(scope);
+            }
+            // ...then every request goes to the readers, as it arrives.
+            while let Some(req) = readers.take_in(&mut intake) {
+                readers.inbox.put(req);
             }
         });
         readers.inbox.close();
@@ -621,12 +580,6 @@ impl Inbox {
             state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
             state.idle -= 1;
         }
-    }
-
-    /// The next request, if one is queued; never waits.
-    fn try_take(&self) -> Option<Request> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.requests.pop_front()
     }
 
     /// Whether no request is queued.
