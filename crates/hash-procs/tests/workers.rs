@@ -1,10 +1,11 @@
 //! Failure handling that only `hash-procs` has: workers that die, and a parent
 //! that dies. Workers read test-only environment variables (see
 //! `hash_core::strategy::procs`): `HASHRACE_TEST_WORKER_ABORT` makes a worker
-//! abort on one file name, `HASHRACE_TEST_WORKER_PANIC` makes a reader thread
-//! of a worker that reads several files at once panic on one,
-//! `HASHRACE_TEST_WORKER_WAIT=1` makes every read count as one that waited
-//! for the disk (so a local disk's worker adds readers as on a cold tree),
+//! abort on one file name (when it receives it), `HASHRACE_TEST_WORKER_PANIC`
+//! makes whichever of a worker's threads reads a file of that name panic,
+//! `HASHRACE_TEST_WORKER_WAIT=1` makes every file a worker answers count as a
+//! read that waited for the disk (so a local disk's worker adds readers as
+//! on a cold tree),
 //! and `HASHRACE_TEST_WORKER_READY` names a FIFO each
 //! worker opens and writes its pid to once it holds work, before it hashes
 //! anything.
@@ -251,7 +252,9 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
         ("HASHRACE_TEST_WORKER_ABORT", &[][..], "0"),
         ("HASHRACE_TEST_WORKER_ABORT", &several[..], "0"),
         ("HASHRACE_TEST_WORKER_PANIC", &several[..], "0"),
-        // Readers added by a local disk's worker.
+        // A local disk's worker that added readers: the abort comes as the
+        // file is received (on its main thread) with readers holding others;
+        // the panic on whichever thread reads the file.
         ("HASHRACE_TEST_WORKER_ABORT", &[][..], "1"),
         ("HASHRACE_TEST_WORKER_PANIC", &[][..], "1"),
     ] {
@@ -299,6 +302,10 @@ fn readers_added_while_files_wait_hash_every_file_once() {
     let err = show(&out.stderr);
     assert_eq!(show(&out.stdout), show(&expected), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
+    // No worker was lost (an answer repeated, or to a file it did not
+    // hold, ends a worker and retries its files: the output alone would
+    // not show it).
+    assert!(!err.contains("hash-procs: worker process"), "{err}");
     // "... up to 64: N at most", N counting both workers' readers.
     let (line, _) = in_flight(&err);
     let readers: usize = line

@@ -7,8 +7,8 @@
 //! survives — and answers on stdout with the id and either the digest and
 //! size or the error.
 //!
-//! Scheduling is dynamic: each worker holds [`DEPTH`] files at a time (one
-//! hashing, one queued so it never waits for the parent) — or, once its last
+//! Scheduling is dynamic: each worker holds [`DEPTH`] files per reader it
+//! runs (one being read, one queued so it never waits for the parent) — or, once its last
 //! answer showed a small file (the walk does not `stat`, so sizes are learnt
 //! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
 //! order, as it answers. A large file found in a batch goes back to the
@@ -137,7 +137,8 @@ impl Runner for Procs {
         let (order, described) = sorted_plan(reading.policy().order, files, planned, reading);
         // A fixed depth asks nothing of the storage (on a network file
         // system `statfs` is a round trip). A disk that says it spins gets
-        // no policy here: its workers are its reads, as on any local disk.
+        // no policy here: its workers add readers as their reads wait, as on
+        // any local disk.
         let hint = self.max_in_flight.is_none().then(|| first.map(Hint::of));
         let limits = (workers, max_readers(workers));
         let policy = Shared::for_hint(
@@ -240,8 +241,8 @@ const WORKER_STAMPS_ENV: &str = "HASHRACE_PROCS_WORKER_STAMPS";
 /// In a worker's environment: the most files it reads at once, each on a
 /// thread of its own (a network file system's worker, or one under
 /// `--max-in-flight`: the parent holds it to its share of the depth
-/// policy's files in flight). `1`, or absent: one file at a time, the
-/// files after it queued (a local disk's worker).
+/// policy's files in flight). `1`, or absent: a local disk's worker, one
+/// file at a time until its reads wait (see [`WORKER_READERS_ENV`]).
 const WORKER_FILES_ENV: &str = "HASHRACE_PROCS_WORKER_FILES";
 
 /// In a local disk's worker's environment: the most readers it may run, itself
@@ -256,8 +257,8 @@ const WORKER_READERS_ENV: &str = "HASHRACE_PROCS_WORKER_READERS";
 /// start one and four threads would take turns on two cores.
 const WORKER_CORES_ENV: &str = "HASHRACE_PROCS_WORKER_CORES";
 
-/// Files a worker always holds when there is work: one hashing, one queued, so
-/// it never waits for the parent between two files.
+/// Files a worker holds per reader it runs when there is work: one being
+/// read, one queued, so no reader waits for the parent between two files.
 const DEPTH: usize = 2;
 
 /// Small files are handed out in batches, so that 20 k files of 4 KiB do not

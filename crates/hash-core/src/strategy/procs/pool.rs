@@ -83,7 +83,7 @@ impl Worker {
 struct Pool<'a, 's> {
     exe: PathBuf,
     /// How the next worker is started (its data path, share of the CPUs,
-    /// buffer and stamps).
+    /// buffer, stamps, and how many files it may read at once).
     how: Started,
     /// The run's shared state: bytes the workers say they streamed are
     /// counted in it, for the progress line.

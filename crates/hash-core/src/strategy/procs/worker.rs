@@ -40,12 +40,14 @@ const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and write its pid to this FIFO once it holds work (tests wait on it);
 #[cfg(debug_assertions)]
 const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
-/// a reader thread (of [`serve_many`], or one a local disk's worker added)
-/// panics when asked to hash a path ending with this value.
+/// a worker panics when asked to hash a path ending with this value, on
+/// whichever thread reads it (a reader of [`serve_many`], one a local disk's
+/// worker added, or its main thread);
 #[cfg(debug_assertions)]
 const HOOK_PANIC: &str = "HASHRACE_TEST_WORKER_PANIC";
-/// ...and, set to `1`, every read of a local disk's worker counts as one
-/// that waited for the disk, so the worker adds readers as on a cold tree.
+/// and, set to `1`, every file a local disk's worker answers counts as a
+/// read that waited for the disk, so the worker adds readers as on a cold
+/// tree (after each file, where a real wait adds one during the read).
 #[cfg(debug_assertions)]
 const HOOK_WAIT: &str = "HASHRACE_TEST_WORKER_WAIT";
 
@@ -229,7 +231,9 @@ fn report_streamed(reading: &Reading, output: &Mutex<Out>, stop: mpsc::Receiver<
 
 /// Write the answer to `req` (`Err`: handed back unread, with its size).
 /// Answers to small files are sent together (one write per batch, not per
-/// 4 KiB file): when no request waits behind this one (`more` is false),
+/// 4 KiB file): when no request waits behind this one (`more`, asked with
+/// the output locked, says none: so among readers answering at once, the
+/// last to write sees the queue as it is and sends what the others wrote),
 /// or after half a batch (by count, or by bytes where the parent batches by
 /// the sizes it knows), so the parent refills the queue before it runs dry;
 /// a large file is answered at once so the parent can send more work
@@ -243,7 +247,7 @@ fn answer(
     output: &Mutex<Out>,
     req: &Request,
     hashed: Result<Outcome, u64>,
-    more: bool,
+    more: &dyn Fn() -> bool,
 ) -> io::Result<()> {
     let mut out = output.lock().unwrap_or_else(|e| e.into_inner());
     let outcome = match hashed {
@@ -259,7 +263,7 @@ fn answer(
         // Its size was known to the parent, which batched it by bytes.
         out.unsent_bytes += outcome.as_ref().map_or(0, |d| d.size);
     }
-    let batch_done = !more || out.unsent >= MAX_BATCH / 2 || out.unsent_bytes >= BATCH_BYTES / 2;
+    let batch_done = out.unsent >= MAX_BATCH / 2 || out.unsent_bytes >= BATCH_BYTES / 2 || !more();
     let large = outcome.as_ref().is_ok_and(|d| d.size >= ANSWER_AT_ONCE);
     if batch_done || large {
         out.flush()?;
@@ -347,10 +351,10 @@ impl<'a> Readers<'a> {
                 return;
             }
             panic_on.check(&req);
-            let more = !self.inbox.is_empty();
-            let hashed = dirs.hash(&req, self.reading, &mut buf, &on_block, !req.keep && more);
+            let more = || !self.inbox.is_empty();
+            let hashed = dirs.hash(&req, self.reading, &mut buf, &on_block, !req.keep && more());
             self.answered.fetch_add(1, Ordering::Relaxed);
-            if answer(self.output, &req, hashed, more).is_err() {
+            if answer(self.output, &req, hashed, &more).is_err() {
                 self.failed.store(true, Ordering::Relaxed);
                 return;
             }
@@ -408,7 +412,12 @@ fn serve(
         reading,
         failed: AtomicBool::new(false),
         count: AtomicUsize::new(0),
-        most: readers_allowed(most),
+        // A worker held to one file at a time (a fixed depth, `-j` at the
+        // threads strategy's ceiling, or few descriptors left) adds none: one
+        // added reader would only take the main thread's place.
+        most: Some(readers_allowed(most))
+            .filter(|&n| n > 1 && most > 1)
+            .unwrap_or(0),
         answered: AtomicUsize::new(0),
         waits: AtomicUsize::new(0),
         shared: AtomicBool::new(false),
@@ -435,7 +444,7 @@ fn serve(
                 panic_on.check(&req);
                 let hashed = dirs.hash(&req, reading, &mut buf, &on_block, !req.keep && more);
                 readers.answered.fetch_add(1, Ordering::Relaxed);
-                if answer(output, &req, hashed, more).is_err() {
+                if answer(output, &req, hashed, &|| intake.more()).is_err() {
                     readers.failed.store(true, Ordering::Relaxed);
                     return;
                 }
@@ -443,7 +452,10 @@ fn serve(
                     readers.grow(scope);
                 }
             }
-            // ...then every request goes to the readers, as it arrives.
+            // ...then every request goes to the readers, as it arrives; the
+            // large buffer and the directory kept are no longer used.
+            buf = hasher::Buffer::Small(Box::default());
+            dirs = LastDir::default();
             while let Some(req) = readers.take_in(&mut intake) {
                 readers.inbox.put(req);
             }
@@ -537,7 +549,8 @@ fn serve_many(
     }
 }
 
-/// Requests waiting for one of [`serve_many`]'s readers. One condition
+/// Requests waiting for a reader (one of [`serve_many`]'s, or one a local
+/// disk's worker added, see [`Readers`]). One condition
 /// variable, not a channel behind a lock: each request then wakes one
 /// reader, where a channel's receiver shared under a mutex woke two (the
 /// one that got it, and the next in line for the lock).
@@ -595,7 +608,7 @@ impl Inbox {
     }
 }
 
-/// Descriptors [`serve_many`] leaves to everything but its readers (the
+/// Descriptors a worker leaves to everything but its readers (the
 /// standard streams, their copies, the progress reporter's, a library's).
 const DESCRIPTORS_KEPT: usize = 8;
 
