@@ -54,6 +54,7 @@ pub mod python;
 pub mod race;
 pub mod refs;
 pub mod results;
+pub mod serialfloor;
 pub mod spec;
 pub mod upgrade;
 pub mod util;

@@ -49,6 +49,9 @@ enum Cmd {
     Ceiling(CeilingArgs),
     /// Reference: open + read + close every regular file (walk included), no hashing.
     ReadFloor(ReadFloorArgs),
+    /// Reference: one thread opens, fstats, reads, closes and hashes each regular file
+    /// in path order, and does nothing else: the floor of a serial hasher.
+    SerialFloor(SerialFloorArgs),
     /// Reference: the least work a --cache run does on a tree (walk, stat per file,
     /// fstat, recording a file in the cache), each piece timed alone.
     CacheFloor(CacheFloorArgs),
@@ -551,6 +554,38 @@ struct ReadFloorArgs {
     paths: Vec<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+struct SerialFloorArgs {
+    /// Leave out the fstat of each opened file.
+    #[arg(long)]
+    no_fstat: bool,
+    /// Leave out SHA-256: open, read and close only.
+    #[arg(long)]
+    no_hash: bool,
+    /// Directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+fn serial_floor(a: SerialFloorArgs) -> Result<()> {
+    let work = hash_bench::serialfloor::Work {
+        fstat: !a.no_fstat,
+        hash: !a.no_hash,
+    };
+    let r = hash_bench::serialfloor::run(&a.paths, work);
+    println!(
+        "serial-floor: {} files, {} bytes, {} errors, xor {}",
+        r.files,
+        r.bytes,
+        r.errors,
+        hash_bench::util::hex(&r.xor)
+    );
+    if r.errors > 0 {
+        bail!("{} files or directories could not be read", r.errors);
+    }
+    Ok(())
+}
+
 fn read_floor(a: ReadFloorArgs) -> Result<()> {
     let r = refs::read_floor(&a.paths, a.jobs);
     println!(
@@ -815,6 +850,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::NetStop { work } => hash_bench::location::Daemon::of(&work).stop().map(drop),
         Cmd::Ceiling(a) => ceiling(a),
         Cmd::ReadFloor(a) => read_floor(a),
+        Cmd::SerialFloor(a) => serial_floor(a),
         Cmd::Datapath(a) => datapath(a),
         Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::EtaCheck(a) => eta_check(a),

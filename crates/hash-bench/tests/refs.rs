@@ -1,6 +1,7 @@
 //! The reference modes and the process-tree RSS sampler, through the built binary:
-//! `ceiling` digests against GNU `sha256sum` of the same bytes, `read-floor` counts, and
-//! the tree sum of a known process tree.
+//! `ceiling` digests against GNU `sha256sum` of the same bytes, `read-floor` counts,
+//! `serial-floor`'s digests against `sha256sum` of the same files, and the tree sum of a
+//! known process tree.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -86,6 +87,59 @@ fn read_floor_reports_files_bytes_and_errors() {
         .args(["read-floor", "d", "missing"])
         .current_dir(t.path()));
     assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hash-bench: missing: "));
+}
+
+#[test]
+fn serial_floor_xor_matches_gnu_sha256sum_of_the_files() {
+    if !have("sha256sum") {
+        eprintln!("skipped: GNU sha256sum is not installed");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("d");
+    std::fs::create_dir_all(d.join("e")).unwrap();
+    let files = [("a", 100usize), ("e/b", 3 << 20), ("e/c", 0), ("z", BUFFER)];
+    for (i, (name, len)) in files.iter().enumerate() {
+        let bytes: Vec<u8> = (0..*len).map(|k| (k * 7 + i) as u8).collect();
+        std::fs::write(d.join(name), bytes).unwrap();
+    }
+    let sums = run(Command::new("sha256sum")
+        .args(files.iter().map(|(name, _)| name))
+        .current_dir(&d));
+    let mut xor = [0u8; 32];
+    for line in String::from_utf8(sums.stdout).unwrap().lines() {
+        for (k, x) in xor.iter_mut().enumerate() {
+            *x ^= u8::from_str_radix(&line[2 * k..2 * k + 2], 16).unwrap();
+        }
+    }
+    let total: usize = files.iter().map(|f| f.1).sum();
+    for extra in [&[][..], &["--no-fstat"]] {
+        let out = run(Command::new(HB)
+            .arg("serial-floor")
+            .args(extra)
+            .arg("d")
+            .current_dir(t.path()));
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!(
+                "serial-floor: 4 files, {total} bytes, 0 errors, xor {}\n",
+                hash_bench::util::hex(&xor)
+            )
+        );
+    }
+    let out = run(Command::new(HB)
+        .args(["serial-floor", "--no-hash", "d", "missing"])
+        .current_dir(t.path()));
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "serial-floor: 4 files, {total} bytes, 1 errors, xor 0000"
+        )),
+        "{text}"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("hash-bench: missing: "));
 }
 

@@ -1,0 +1,174 @@
+//! `hash-bench serial-floor`: the least a hasher that takes one file after another
+//! can do on a tree of small files, timed like any program.
+//!
+//! On one thread, for each regular file in path order: `openat` relative to its
+//! directory's descriptor, `fstat` (unless left out), `pread` into a reused 64 KiB
+//! buffer until a read comes back short, `close`, and SHA-256 of the bytes (unless
+//! left out). Nothing is printed per file, nothing is allocated per file but the
+//! name, and there is no error handling beyond counting. `hash-serial` makes the same
+//! four system calls per small file (`openat`, `fstat`, `pread`, `close`), so this
+//! program's time is what `hash-serial` could reach with no code of its own, and
+//! `rhash` divided by it is the largest ratio to `rhash` any such hasher can show on
+//! the machine. Without `fstat` it is the floor of a hasher that trusts a short read
+//! as the end of a file and checks no file type.
+//!
+//! It prints one line: files, bytes, errors, and the XOR of the files' digests (so
+//! the hashing cannot be optimised away, and a test can check it against
+//! `sha256sum`).
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use sha2::{Digest, Sha256};
+
+/// What the floor does to each file besides open, read and close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    /// `fstat` each opened file (as every hashrace hasher does).
+    pub fstat: bool,
+    /// SHA-256 each file's bytes.
+    pub hash: bool,
+}
+
+/// What [`run`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Report {
+    /// Regular files read to the end.
+    pub files: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Files or directories that could not be read (reported on stderr).
+    pub errors: u64,
+    /// XOR of every file's SHA-256 (zero without hashing).
+    pub xor: [u8; 32],
+}
+
+/// The buffer each file is read into: rhash's read size.
+const BUFFER: usize = 64 * 1024;
+
+/// Walk `roots` (directories, not following symbolic links below them) and do
+/// `work` to every regular file, in path order, on this thread.
+pub fn run(roots: &[PathBuf], work: Work) -> Report {
+    let mut floor = Floor {
+        work,
+        buf: vec![0; BUFFER],
+        report: Report::default(),
+    };
+    for root in roots {
+        floor.dir(root);
+    }
+    floor.report
+}
+
+struct Floor {
+    work: Work,
+    buf: Vec<u8>,
+    report: Report,
+}
+
+impl Floor {
+    fn fail(&mut self, path: &Path, e: impl std::fmt::Display) {
+        eprintln!("hash-bench: {}: {e}", path.display());
+        self.report.errors += 1;
+    }
+
+    fn dir(&mut self, dir: &Path) {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = match rustix::fs::open(dir, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(e) => return self.fail(dir, e),
+        };
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => return self.fail(dir, e),
+        };
+        let mut files = Vec::new();
+        let mut dirs = Vec::new();
+        for entry in entries {
+            match entry.and_then(|e| Ok((e.file_type()?, e.file_name()))) {
+                Ok((t, name)) if t.is_dir() => dirs.push(name),
+                Ok((t, name)) if t.is_file() => files.push(name),
+                Ok(_) => {}
+                Err(e) => self.fail(dir, e),
+            }
+        }
+        files.sort();
+        dirs.sort();
+        for name in files {
+            if let Err(e) = self.file(&fd, &name) {
+                self.fail(&dir.join(&name), e);
+            }
+        }
+        for name in dirs {
+            self.dir(&dir.join(name));
+        }
+    }
+
+    fn file(&mut self, dir: &OwnedFd, name: &std::ffi::OsStr) -> rustix::io::Result<()> {
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let file = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+        if self.work.fstat {
+            rustix::fs::fstat(&file)?;
+        }
+        let mut hasher = Sha256::new();
+        let mut at = 0u64;
+        loop {
+            let n = rustix::io::pread(&file, &mut self.buf[..], at)?;
+            if self.work.hash {
+                hasher.update(&self.buf[..n]);
+            }
+            at += n as u64;
+            if n < BUFFER {
+                break;
+            }
+        }
+        drop(file);
+        if self.work.hash {
+            for (x, d) in self.report.xor.iter_mut().zip(hasher.finalize()) {
+                *x ^= d;
+            }
+        }
+        self.report.files += 1;
+        self.report.bytes += at;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_regular_files_only_and_reads_to_the_end() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        std::fs::write(d.join("x"), [1u8; 10]).unwrap();
+        // Exactly two buffers: the end is the third, empty, read.
+        std::fs::write(d.join("a/y"), vec![2u8; BUFFER * 2]).unwrap();
+        std::fs::write(d.join("a/b/empty"), b"").unwrap();
+        std::os::unix::fs::symlink(d.join("x"), d.join("a/link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("a/fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        for fstat in [true, false] {
+            let r = run(&[d.to_path_buf()], Work { fstat, hash: false });
+            assert_eq!((r.files, r.bytes, r.errors), (3, 10 + 2 * BUFFER as u64, 0));
+            assert_eq!(r.xor, [0; 32]);
+        }
+        let r = run(
+            &[d.join("nosuch"), d.join("a")],
+            Work {
+                fstat: true,
+                hash: false,
+            },
+        );
+        assert_eq!((r.files, r.errors), (2, 1));
+    }
+}
