@@ -49,8 +49,8 @@ enum Cmd {
     Ceiling(CeilingArgs),
     /// Reference: open + read + close every regular file (walk included), no hashing.
     ReadFloor(ReadFloorArgs),
-    /// Reference: one thread opens, fstats, reads, closes and hashes each regular file
-    /// in path order, and does nothing else: the floor of a serial hasher.
+    /// Reference: one thread (or -j N) opens, fstats, reads, closes and hashes each
+    /// regular file, and does nothing else: the floor of a hasher of small files.
     SerialFloor(SerialFloorArgs),
     /// Reference: the least work a --cache run does on a tree (walk, stat per file,
     /// fstat, recording a file in the cache), each piece timed alone.
@@ -562,6 +562,9 @@ struct SerialFloorArgs {
     /// Leave out SHA-256: open, read and close only.
     #[arg(long)]
     no_hash: bool,
+    /// Threads, sharing the roots' subdirectories.
+    #[arg(short, long, default_value_t = 1)]
+    jobs: usize,
     /// Directories.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
@@ -572,7 +575,7 @@ fn serial_floor(a: SerialFloorArgs) -> Result<()> {
         fstat: !a.no_fstat,
         hash: !a.no_hash,
     };
-    let r = hash_bench::serialfloor::run(&a.paths, work);
+    let r = hash_bench::serialfloor::run(&a.paths, work, a.jobs);
     println!(
         "serial-floor: {} files, {} bytes, {} errors, xor {}",
         r.files,

@@ -12,12 +12,19 @@
 //! the machine. Without `fstat` it is the floor of a hasher that trusts a short read
 //! as the end of a file and checks no file type.
 //!
+//! With `-j N`, N threads share the roots' subdirectories, each taking the next one
+//! whole (files directly in a root are done first, on one thread), and each thread
+//! first takes a descriptor table of its own, as `hash-threads`' workers do: the
+//! floor of a parallel hasher of such a tree, with no hand-off per file and no
+//! output to put in order.
+//!
 //! It prints one line: files, bytes, errors, and the XOR of the files' digests (so
 //! the hashing cannot be optimised away, and a test can check it against
 //! `sha256sum`).
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use rustix::fs::{Mode, OFlags};
 use sha2::{Digest, Sha256};
@@ -48,15 +55,45 @@ pub struct Report {
 const BUFFER: usize = 64 * 1024;
 
 /// Walk `roots` (directories, not following symbolic links below them) and do
-/// `work` to every regular file, in path order, on this thread.
-pub fn run(roots: &[PathBuf], work: Work) -> Report {
-    let mut floor = Floor {
-        work,
-        buf: vec![0; BUFFER],
-        report: Report::default(),
-    };
+/// `work` to every regular file: in path order on this thread, or with
+/// `threads` above 1 a subdirectory of a root at a time on each thread.
+pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
+    let mut floor = Floor::new(work);
+    if threads <= 1 {
+        for root in roots {
+            floor.dir(root, true);
+        }
+        return floor.report;
+    }
+    let mut subdirs = Vec::new();
     for root in roots {
-        floor.dir(root);
+        subdirs.extend(floor.dir(root, false));
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let reports: Vec<Report> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    // SAFETY: unshare(2) of this thread's descriptor table: the
+                    // descriptors stay open, only no longer shared.
+                    let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
+                    let mut floor = Floor::new(work);
+                    while let Some(dir) = subdirs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        floor.dir(dir, true);
+                    }
+                    floor.report
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    for r in reports {
+        floor.report.files += r.files;
+        floor.report.bytes += r.bytes;
+        floor.report.errors += r.errors;
+        for (x, d) in floor.report.xor.iter_mut().zip(r.xor) {
+            *x ^= d;
+        }
     }
     floor.report
 }
@@ -68,20 +105,36 @@ struct Floor {
 }
 
 impl Floor {
+    fn new(work: Work) -> Floor {
+        Floor {
+            work,
+            buf: vec![0; BUFFER],
+            report: Report::default(),
+        }
+    }
+
     fn fail(&mut self, path: &Path, e: impl std::fmt::Display) {
         eprintln!("hash-bench: {}: {e}", path.display());
         self.report.errors += 1;
     }
 
-    fn dir(&mut self, dir: &Path) {
+    /// Do the files of `dir`, then its subdirectories when `deep`; the
+    /// subdirectories left undone.
+    fn dir(&mut self, dir: &Path, deep: bool) -> Vec<PathBuf> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let fd = match rustix::fs::open(dir, flags, Mode::empty()) {
             Ok(fd) => fd,
-            Err(e) => return self.fail(dir, e),
+            Err(e) => {
+                self.fail(dir, e);
+                return Vec::new();
+            }
         };
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) => return self.fail(dir, e),
+            Err(e) => {
+                self.fail(dir, e);
+                return Vec::new();
+            }
         };
         let mut files = Vec::new();
         let mut dirs = Vec::new();
@@ -100,9 +153,14 @@ impl Floor {
                 self.fail(&dir.join(&name), e);
             }
         }
-        for name in dirs {
-            self.dir(&dir.join(name));
+        let dirs = dirs.into_iter().map(|name| dir.join(name));
+        if !deep {
+            return dirs.collect();
         }
+        for sub in dirs {
+            self.dir(&sub, true);
+        }
+        Vec::new()
     }
 
     fn file(&mut self, dir: &OwnedFd, name: &std::ffi::OsStr) -> rustix::io::Result<()> {
@@ -157,18 +215,18 @@ mod tests {
             0,
         )
         .unwrap();
-        for fstat in [true, false] {
-            let r = run(&[d.to_path_buf()], Work { fstat, hash: false });
+        for (fstat, threads) in [(true, 1), (false, 1), (true, 3)] {
+            let r = run(&[d.to_path_buf()], Work { fstat, hash: false }, threads);
             assert_eq!((r.files, r.bytes, r.errors), (3, 10 + 2 * BUFFER as u64, 0));
             assert_eq!(r.xor, [0; 32]);
         }
-        let r = run(
-            &[d.join("nosuch"), d.join("a")],
-            Work {
+        for threads in [1, 2] {
+            let work = Work {
                 fstat: true,
                 hash: false,
-            },
-        );
-        assert_eq!((r.files, r.errors), (2, 1));
+            };
+            let r = run(&[d.join("nosuch"), d.join("a")], work, threads);
+            assert_eq!((r.files, r.errors), (2, 1));
+        }
     }
 }

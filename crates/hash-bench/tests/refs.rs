@@ -114,7 +114,7 @@ fn serial_floor_xor_matches_gnu_sha256sum_of_the_files() {
         }
     }
     let total: usize = files.iter().map(|f| f.1).sum();
-    for extra in [&[][..], &["--no-fstat"]] {
+    for extra in [&[][..], &["--no-fstat"], &["-j", "2"]] {
         let out = run(Command::new(HB)
             .arg("serial-floor")
             .args(extra)
