@@ -99,7 +99,9 @@ How it measures:
     - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling:
       the dataset's file sizes hashed in memory, no I/O; warm only) and
       ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,
-      N = CPUs and 64; warm and cold).
+      N = CPUs and 64; warm and cold), and ref-hash-floor-1core / -allcores
+      (hash-bench hash-floor: open + fstat + read + close + SHA-256 per file and
+      nothing else, on 1 thread and on all CPUs; warm only, local only).
     - python-serial/-threads/-procs/-asyncio (scripts/pyhash.py) when python3 is
       installed, at each --jobs value and with the pools' own defaults ("-j
       default", chunksize=8 for processes), under each interpreter; checked against

@@ -51,7 +51,7 @@ enum Cmd {
     ReadFloor(ReadFloorArgs),
     /// Reference: one thread (or -j N) opens, fstats, reads, closes and hashes each
     /// regular file, and does nothing else: the floor of a hasher of small files.
-    SerialFloor(SerialFloorArgs),
+    HashFloor(HashFloorArgs),
     /// Reference: the least work a --cache run does on a tree (walk, stat per file,
     /// fstat, recording a file in the cache), each piece timed alone.
     CacheFloor(CacheFloorArgs),
@@ -555,7 +555,7 @@ struct ReadFloorArgs {
 }
 
 #[derive(Debug, Args)]
-struct SerialFloorArgs {
+struct HashFloorArgs {
     /// Leave out the fstat of each opened file.
     #[arg(long)]
     no_fstat: bool,
@@ -570,14 +570,14 @@ struct SerialFloorArgs {
     paths: Vec<PathBuf>,
 }
 
-fn serial_floor(a: SerialFloorArgs) -> Result<()> {
-    let work = hash_bench::serialfloor::Work {
+fn hash_floor(a: HashFloorArgs) -> Result<()> {
+    let work = hash_bench::hashfloor::Work {
         fstat: !a.no_fstat,
         hash: !a.no_hash,
     };
-    let r = hash_bench::serialfloor::run(&a.paths, work, a.jobs);
+    let r = hash_bench::hashfloor::run(&a.paths, work, a.jobs);
     println!(
-        "serial-floor: {} files, {} bytes, {} errors, xor {}",
+        "hash-floor: {} files, {} bytes, {} errors, xor {}",
         r.files,
         r.bytes,
         r.errors,
@@ -853,7 +853,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::NetStop { work } => hash_bench::location::Daemon::of(&work).stop().map(drop),
         Cmd::Ceiling(a) => ceiling(a),
         Cmd::ReadFloor(a) => read_floor(a),
-        Cmd::SerialFloor(a) => serial_floor(a),
+        Cmd::HashFloor(a) => hash_floor(a),
         Cmd::Datapath(a) => datapath(a),
         Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::EtaCheck(a) => eta_check(a),

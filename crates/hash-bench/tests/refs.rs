@@ -1,6 +1,6 @@
 //! The reference modes and the process-tree RSS sampler, through the built binary:
 //! `ceiling` digests against GNU `sha256sum` of the same bytes, `read-floor` counts,
-//! `serial-floor`'s digests against `sha256sum` of the same files, and the tree sum of a
+//! `hash-floor`'s digests against `sha256sum` of the same files, and the tree sum of a
 //! known process tree.
 
 use std::io::{BufRead, BufReader};
@@ -91,7 +91,7 @@ fn read_floor_reports_files_bytes_and_errors() {
 }
 
 #[test]
-fn serial_floor_xor_matches_gnu_sha256sum_of_the_files() {
+fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
     if !have("sha256sum") {
         eprintln!("skipped: GNU sha256sum is not installed");
         return;
@@ -116,7 +116,7 @@ fn serial_floor_xor_matches_gnu_sha256sum_of_the_files() {
     let total: usize = files.iter().map(|f| f.1).sum();
     for extra in [&[][..], &["--no-fstat"], &["-j", "2"]] {
         let out = run(Command::new(HB)
-            .arg("serial-floor")
+            .arg("hash-floor")
             .args(extra)
             .arg("d")
             .current_dir(t.path()));
@@ -124,19 +124,19 @@ fn serial_floor_xor_matches_gnu_sha256sum_of_the_files() {
         assert_eq!(
             String::from_utf8(out.stdout).unwrap(),
             format!(
-                "serial-floor: 4 files, {total} bytes, 0 errors, xor {}\n",
+                "hash-floor: 4 files, {total} bytes, 0 errors, xor {}\n",
                 hash_bench::util::hex(&xor)
             )
         );
     }
     let out = run(Command::new(HB)
-        .args(["serial-floor", "--no-hash", "d", "missing"])
+        .args(["hash-floor", "--no-hash", "d", "missing"])
         .current_dir(t.path()));
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.starts_with(&format!(
-            "serial-floor: 4 files, {total} bytes, 1 errors, xor 0000"
+            "hash-floor: 4 files, {total} bytes, 1 errors, xor 0000"
         )),
         "{text}"
     );

@@ -71,6 +71,11 @@ pub enum Invocation {
     },
     /// `hash-bench read-floor -j N DATASET`.
     ReadFloor,
+    /// `hash-bench hash-floor -j 1|CPUs DATASET`.
+    HashFloor {
+        /// All CPUs rather than one.
+        all_cores: bool,
+    },
     /// `sh -c 'find | sort | xargs -P N -n PER sha256sum'`.
     Sha256sum,
     /// `sh -c 'find | sort | xargs b3sum --num-threads N'`.
@@ -321,6 +326,26 @@ pub const TABLE: &[Def] = &[
         d.warm_only = false;
         d
     },
+    {
+        // What a hasher of small files could reach with nothing of its own: I/O,
+        // so a peer's run counts; warm only, like the ceilings it sits beside.
+        let mut d = Def::limit(
+            "ref-hash-floor-1core",
+            Invocation::HashFloor { all_cores: false },
+            cost(1.5e9, 5e-6, false, 0.005),
+        );
+        d.runs = RunPolicy::Peer;
+        d
+    },
+    {
+        let mut d = Def::limit(
+            "ref-hash-floor-allcores",
+            Invocation::HashFloor { all_cores: true },
+            cost(1.5e9, 5e-6, true, 0.005),
+        );
+        d.runs = RunPolicy::Peer;
+        d
+    },
     Def::python(
         "serial",
         "python-serial",
@@ -496,6 +521,12 @@ impl Program {
                     "--spec".into(),
                     spec_path.into(),
                 ]);
+                argv
+            }
+            (Invocation::HashFloor { all_cores }, _) => {
+                let threads = if *all_cores { cores } else { 1 };
+                argv.extend(["hash-floor".into(), "-j".into(), threads.to_string()]);
+                argv.push(name.into());
                 argv
             }
             (Invocation::ReadFloor, Some(j)) => {

@@ -1,5 +1,5 @@
-//! `hash-bench serial-floor`: the least a hasher that takes one file after another
-//! can do on a tree of small files, timed like any program.
+//! `hash-bench hash-floor` (the `ref-hash-floor-*` rows): the least a hasher can do on
+//! a tree of small files, timed like any program.
 //!
 //! On one thread, for each regular file in path order: `openat` relative to its
 //! directory's descriptor, `fstat` (unless left out), `pread` into a reused 64 KiB
@@ -8,8 +8,8 @@
 //! name, and there is no error handling beyond counting. `hash-serial` makes the same
 //! four system calls per small file (`openat`, `fstat`, `pread`, `close`), so this
 //! program's time is what `hash-serial` could reach with no code of its own, and
-//! `rhash` divided by it is the largest ratio to `rhash` any such hasher can show on
-//! the machine. Without `fstat` it is the floor of a hasher that trusts a short read
+//! `rhash` divided by it is the largest ratio to `rhash` a hasher making those calls
+//! can show on the machine. Without `fstat` it is the floor of a hasher that trusts a short read
 //! as the end of a file and checks no file type.
 //!
 //! With `-j N`, N threads share the roots' subdirectories, each taking the next one
