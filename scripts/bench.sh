@@ -101,7 +101,8 @@ How it measures:
       ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,
       N = CPUs and 64; warm and cold), and ref-hash-floor-1core / -allcores
       (hash-bench hash-floor: open + fstat + read + close + SHA-256 per file and
-      nothing else, on 1 thread and on all CPUs; warm only, local only).
+      nothing else, on 1 thread and on all CPUs; warm only, local only, on
+      datasets whose files are all under 1 MiB).
     - python-serial/-threads/-procs/-asyncio (scripts/pyhash.py) when python3 is
       installed, at each --jobs value and with the pools' own defaults ("-j
       default", chunksize=8 for processes), under each interpreter; checked against

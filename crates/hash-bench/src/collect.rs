@@ -719,14 +719,15 @@ mod tests {
         validate(&r).unwrap();
         // smoke: 2 caches × (serial, 3 parallel × (-j2, default), hash-async's 2
         // non-default io modes, read floor × 2) plus 4 warm ceilings (compute and
-        // streaming, one core and all) and 2 warm hash floors; empty: the warm half of that.
+        // streaming, one core and all); empty: the warm half of that, and the 2 hash floors
+        // (smoke has files of 1 MiB and more: none there).
         let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
             1
         } else {
             2
         };
         let per = 9 + floors;
-        assert_eq!(r.benchmarks.len(), 3 * per + 2 * 6);
+        assert_eq!(r.benchmarks.len(), 3 * per + 2 * 4 + 2);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);
             assert_eq!(b.peak_rss_kib, Some(3000));

@@ -7,21 +7,27 @@
 //! left out). Nothing is printed per file, nothing is allocated per file but the
 //! name, and there is no error handling beyond counting. `hash-serial` makes the same
 //! four system calls per small file (`openat`, `fstat`, `pread`, `close`), so this
-//! program's time is what `hash-serial` could reach with no code of its own, and
-//! `rhash` divided by it is the largest ratio to `rhash` a hasher making those calls
-//! can show on the machine. Without `fstat` it is the floor of a hasher that trusts a short read
+//! program's time is about what `hash-serial` could reach with no code of its own,
+//! and `rhash` divided by it about the largest ratio to `rhash` a hasher making those
+//! calls can show on the machine (this is one way of making them, not a proof). Without `fstat` it is the floor of a hasher that trusts a short read
 //! as the end of a file and checks no file type.
 //!
-//! With `-j N`, N threads share the roots' subdirectories, each taking the next one
-//! whole (files directly in a root are done first, on one thread), and each thread
-//! first takes a descriptor table of its own, as `hash-threads`' workers do: the
-//! floor of a parallel hasher of such a tree, with no hand-off per file and no
+//! With `-j N`, N threads take turns at the roots' files, 256 at a time, and at their
+//! subdirectories, each whole (listed inside the thread that takes it), and each
+//! thread first takes a descriptor table of its own, as `hash-threads`' workers do:
+//! the floor of a parallel hasher of such a tree, with no hand-off per file and no
 //! output to put in order.
+//!
+//! A floor for small files: a file is read with `pread` into the 64 KiB buffer, as
+//! the hashers read files under 1 MiB; larger ones they map, so the sweep plans
+//! these rows only for datasets whose files are all under 1 MiB.
 //!
 //! It prints one line: files, bytes, errors, and the XOR of the files' digests (so
 //! the hashing cannot be optimised away, and a test can check it against
 //! `sha256sum`).
 
+use std::ffi::OsString;
+use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -55,19 +61,31 @@ pub struct Report {
 const BUFFER: usize = 64 * 1024;
 
 /// Walk `roots` (directories, not following symbolic links below them) and do
-/// `work` to every regular file: in path order on this thread, or with
-/// `threads` above 1 a subdirectory of a root at a time on each thread.
+/// `work` to every regular file: in path order on this thread, or on `threads`
+/// threads taking turns at the roots' files ([`CHUNK`] at a time) and
+/// subdirectories (each whole).
 pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
     let mut floor = Floor::new(work);
     if threads <= 1 {
         for root in roots {
-            floor.dir(root, true);
+            floor.dir(root);
         }
         return floor.report;
     }
-    let mut subdirs = Vec::new();
+    let mut units = Vec::new();
     for root in roots {
-        subdirs.extend(floor.dir(root, false));
+        let Some(listed) = floor.list(root) else {
+            continue;
+        };
+        let fd = std::sync::Arc::new(listed.fd);
+        for names in listed.files.chunks(CHUNK) {
+            units.push(Unit::Files(
+                root,
+                std::sync::Arc::clone(&fd),
+                names.to_vec(),
+            ));
+        }
+        units.extend(listed.dirs.into_iter().map(Unit::Dir));
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let reports: Vec<Report> = std::thread::scope(|scope| {
@@ -78,8 +96,11 @@ pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
                     // descriptors stay open, only no longer shared.
                     let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
                     let mut floor = Floor::new(work);
-                    while let Some(dir) = subdirs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        floor.dir(dir, true);
+                    while let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        match unit {
+                            Unit::Files(dir, fd, names) => floor.files(dir, fd, names),
+                            Unit::Dir(dir) => floor.dir(dir),
+                        }
                     }
                     floor.report
                 })
@@ -96,6 +117,26 @@ pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
         }
     }
     floor.report
+}
+
+/// Files of a root a thread takes at a time: a hand-off per 256 files is
+/// nothing beside their reads, and a flat root of large files (one of a few
+/// hundred files) still spreads over the threads.
+const CHUNK: usize = 256;
+
+/// What one thread takes at a time.
+enum Unit<'a> {
+    /// Files of a root, by name, with the root's path and descriptor.
+    Files(&'a Path, std::sync::Arc<OwnedFd>, Vec<OsString>),
+    /// A subdirectory of a root, with everything below it.
+    Dir(PathBuf),
+}
+
+/// A directory, open, and its entries sorted.
+struct Listed {
+    fd: OwnedFd,
+    files: Vec<OsString>,
+    dirs: Vec<PathBuf>,
 }
 
 struct Floor {
@@ -118,22 +159,15 @@ impl Floor {
         self.report.errors += 1;
     }
 
-    /// Do the files of `dir`, then its subdirectories when `deep`; the
-    /// subdirectories left undone.
-    fn dir(&mut self, dir: &Path, deep: bool) -> Vec<PathBuf> {
+    /// Open `dir` and list it; `None` (counted, reported) if it cannot be.
+    fn list(&mut self, dir: &Path) -> Option<Listed> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = match rustix::fs::open(dir, flags, Mode::empty()) {
-            Ok(fd) => fd,
+        let opened = rustix::fs::open(dir, flags, Mode::empty()).map_err(io::Error::from);
+        let (fd, entries) = match opened.and_then(|fd| Ok((fd, std::fs::read_dir(dir)?))) {
+            Ok(both) => both,
             Err(e) => {
                 self.fail(dir, e);
-                return Vec::new();
-            }
-        };
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) => {
-                self.fail(dir, e);
-                return Vec::new();
+                return None;
             }
         };
         let mut files = Vec::new();
@@ -148,19 +182,28 @@ impl Floor {
         }
         files.sort();
         dirs.sort();
-        for name in files {
-            if let Err(e) = self.file(&fd, &name) {
-                self.fail(&dir.join(&name), e);
+        let dirs = dirs.into_iter().map(|name| dir.join(name)).collect();
+        Some(Listed { fd, files, dirs })
+    }
+
+    /// Do the files of `dir`, then everything below it.
+    fn dir(&mut self, dir: &Path) {
+        let Some(listed) = self.list(dir) else {
+            return;
+        };
+        self.files(dir, &listed.fd, &listed.files);
+        for sub in &listed.dirs {
+            self.dir(sub);
+        }
+    }
+
+    /// Do the files `names` of the directory `dir`, open as `fd`.
+    fn files(&mut self, dir: &Path, fd: &OwnedFd, names: &[OsString]) {
+        for name in names {
+            if let Err(e) = self.file(fd, name) {
+                self.fail(&dir.join(name), e);
             }
         }
-        let dirs = dirs.into_iter().map(|name| dir.join(name));
-        if !deep {
-            return dirs.collect();
-        }
-        for sub in dirs {
-            self.dir(&sub, true);
-        }
-        Vec::new()
     }
 
     fn file(&mut self, dir: &OwnedFd, name: &std::ffi::OsStr) -> rustix::io::Result<()> {
@@ -227,6 +270,44 @@ mod tests {
             };
             let r = run(&[d.join("nosuch"), d.join("a")], work, threads);
             assert_eq!((r.files, r.errors), (2, 1));
+        }
+    }
+
+    /// Every file once, whatever the threads: files in the root (more than a
+    /// chunk) and in several subdirectories, with and without each piece of work.
+    #[test]
+    fn threads_share_files_and_directories_and_do_each_file_once() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let mut bytes = 0;
+        for i in 0..CHUNK + 3 {
+            std::fs::write(d.join(format!("r{i}")), vec![i as u8; i % 7]).unwrap();
+            bytes += (i % 7) as u64;
+        }
+        for sub in ["s0", "s1", "s2/deep"] {
+            std::fs::create_dir_all(d.join(sub)).unwrap();
+            for i in 0..5 {
+                std::fs::write(d.join(sub).join(format!("f{i}")), vec![9u8; 100 + i]).unwrap();
+                bytes += 100 + i as u64;
+            }
+        }
+        let files = (CHUNK + 3 + 15) as u64;
+        let one = run(
+            &[d.to_path_buf()],
+            Work {
+                fstat: true,
+                hash: true,
+            },
+            1,
+        );
+        assert_eq!((one.files, one.bytes, one.errors), (files, bytes, 0));
+        assert_ne!(one.xor, [0; 32]);
+        for threads in [2, 3, 8] {
+            for (fstat, hash) in [(true, true), (false, true), (false, false)] {
+                let r = run(&[d.to_path_buf()], Work { fstat, hash }, threads);
+                assert_eq!((r.files, r.bytes, r.errors), (files, bytes, 0));
+                assert_eq!(r.xor, if hash { one.xor } else { [0; 32] });
+            }
         }
     }
 }

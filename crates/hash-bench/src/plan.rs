@@ -868,9 +868,12 @@ fn entries(
                 if shape.memory_limited && p.info.name.starts_with(programs::STREAM_LIMIT_PREFIX) {
                     continue;
                 }
-                // The hash floor is the CPU's floor for files in the page cache; on a
-                // network the round trips decide, and the read floor measures them.
-                if shape.link.is_some() && matches!(p.invocation, Invocation::HashFloor { .. }) {
+                // The hash floor is the floor of small files in the page cache: the
+                // hashers map files of 1 MiB and more, which it does not, and on a
+                // network the round trips decide (the read floor measures them).
+                if matches!(p.invocation, Invocation::HashFloor { .. })
+                    && (shape.link.is_some() || d.largest >= hash_core::hasher::MAP_MIN)
+                {
                     continue;
                 }
                 // Fewer files than cores: a Python pool has nothing to share out, and its
@@ -1214,11 +1217,11 @@ mod tests {
         let plan = build(&options(t.path(), t.path(), Path::new("/w"))).unwrap();
         // Per dataset and cache state: hash-serial, 3 parallel hashers × (-j2, default),
         // hash-async's 2 non-default io modes, sha256sum, the read floor at the CPU count
-        // and 64; warm also the 4 ceilings and the 2 hash floors. 4 datasets × 2 caches,
-        // plus `empty` warm only.
+        // and 64; warm also the 4 ceilings, and on the datasets of small files (`small`,
+        // `empty`) the 2 hash floors. 4 datasets × 2 caches, plus `empty` warm only.
         let floors = if cores() == 64 { 1 } else { 2 };
         let per = 1 + 3 * 2 + 2 + 1 + floors;
-        assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 6);
+        assert_eq!(plan.benchmarks.len(), 9 * per + 5 * 4 + 2 * 2);
         let find = |id: &str| {
             plan.benchmarks
                 .iter()
@@ -1290,10 +1293,10 @@ mod tests {
         assert_eq!(h1.argv[1..], ["hash-floor", "-j", "1", "small"]);
         let hall = find("small.warm.ref-hash-floor-allcores");
         assert_eq!(hall.argv[3], cores().to_string());
-        assert!(!plan
-            .benchmarks
-            .iter()
-            .any(|b| b.program.starts_with("ref-hash-floor") && b.cache == Cache::Cold));
+        assert!(!plan.benchmarks.iter().any(|b| {
+            b.program.starts_with("ref-hash-floor")
+                && (b.cache == Cache::Cold || ["shards", "huge", "mixed"].contains(&&b.dataset[..]))
+        }));
 
         // `empty`: warm only, said why.
         let empty = plan

@@ -99,7 +99,14 @@ fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("d");
     std::fs::create_dir_all(d.join("e")).unwrap();
-    let files = [("a", 100usize), ("e/b", 3 << 20), ("e/c", 0), ("z", BUFFER)];
+    std::fs::create_dir_all(d.join("f")).unwrap();
+    let files = [
+        ("a", 100usize),
+        ("e/b", 3 << 20),
+        ("e/c", 0),
+        ("f/g", 5000),
+        ("z", BUFFER),
+    ];
     for (i, (name, len)) in files.iter().enumerate() {
         let bytes: Vec<u8> = (0..*len).map(|k| (k * 7 + i) as u8).collect();
         std::fs::write(d.join(name), bytes).unwrap();
@@ -124,7 +131,7 @@ fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
         assert_eq!(
             String::from_utf8(out.stdout).unwrap(),
             format!(
-                "hash-floor: 4 files, {total} bytes, 0 errors, xor {}\n",
+                "hash-floor: 5 files, {total} bytes, 0 errors, xor {}\n",
                 hash_bench::util::hex(&xor)
             )
         );
@@ -136,7 +143,7 @@ fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.starts_with(&format!(
-            "hash-floor: 4 files, {total} bytes, 1 errors, xor 0000"
+            "hash-floor: 5 files, {total} bytes, 1 errors, xor 0000"
         )),
         "{text}"
     );

@@ -279,7 +279,7 @@ pub fn check_manifest(
         let one_reader = run.engine.strategy() == crate::Strategy::Serial;
         Progress::start(files.len() as u64, total, one_reader, reading.clone())
     });
-    let mut order = InOrder::new();
+    let mut order = InOrder::new(files.len());
     let mut write_failure = None;
     let mut verdict = |i: usize, outcome: Parked| -> ControlFlow<()> {
         let entry = &listing.entries[i];
