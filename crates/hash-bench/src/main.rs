@@ -562,7 +562,7 @@ struct HashFloorArgs {
     /// Leave out SHA-256: open, read and close only.
     #[arg(long)]
     no_hash: bool,
-    /// Threads, sharing the roots' subdirectories.
+    /// Threads, taking turns at the roots' files (256 at a time) and subdirectories.
     #[arg(short, long, default_value_t = 1)]
     jobs: usize,
     /// Directories.
