@@ -350,18 +350,38 @@ impl<'a> Readers<'a> {
             if self.failed.load(Ordering::Relaxed) {
                 return;
             }
-            panic_on.check(&req);
-            let more = || !self.inbox.is_empty();
-            let hashed = dirs.hash(&req, self.reading, &mut buf, &on_block, !req.keep && more());
-            self.answered.fetch_add(1, Ordering::Relaxed);
-            if answer(self.output, &req, hashed, &more).is_err() {
-                self.failed.store(true, Ordering::Relaxed);
+            let read = (&mut dirs, &mut buf[..], &on_block as &dyn Fn(_));
+            if !self.answer_one(scope, &req, read, &|| !self.inbox.is_empty(), &panic_on) {
                 return;
             }
-            if self.every_read_waits {
-                self.grow(scope);
-            }
         }
+    }
+
+    /// Hash `req` with `read` (the thread's directory, buffer and `on_block`
+    /// hook) and answer it, for the main thread and added readers alike;
+    /// `more`: whether requests wait behind it. `false` once the answer could
+    /// not be written: the worker has failed.
+    fn answer_one<'s>(
+        &'s self,
+        scope: &'s std::thread::Scope<'s, 'a>,
+        req: &Request,
+        (dirs, buf, on_block): (&mut LastDir, &mut [u8], &dyn Fn(std::time::Duration)),
+        more: &dyn Fn() -> bool,
+        panic_on: &PanicHook,
+    ) -> bool {
+        panic_on.check(req);
+        // A large file the parent did not know the size of, with more files
+        // already here behind it: handed back unread (see `RETURN_MIN`).
+        let hashed = dirs.hash(req, self.reading, buf, on_block, !req.keep && more());
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        if answer(self.output, req, hashed, more).is_err() {
+            self.failed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        if self.every_read_waits {
+            self.grow(scope);
+        }
+        true
     }
 }
 
@@ -437,19 +457,9 @@ fn serve(
                 let Some(req) = readers.take_in(&mut intake) else {
                     return;
                 };
-                // A large file the parent did not know the size of, with
-                // more files already here behind it: handed back unread
-                // (see `RETURN_MIN`).
-                let more = intake.more();
-                panic_on.check(&req);
-                let hashed = dirs.hash(&req, reading, &mut buf, &on_block, !req.keep && more);
-                readers.answered.fetch_add(1, Ordering::Relaxed);
-                if answer(output, &req, hashed, &|| intake.more()).is_err() {
-                    readers.failed.store(true, Ordering::Relaxed);
+                let read = (&mut dirs, &mut buf[..], &on_block as &dyn Fn(_));
+                if !readers.answer_one(scope, &req, read, &|| intake.more(), &panic_on) {
                     return;
-                }
-                if readers.every_read_waits {
-                    readers.grow(scope);
                 }
             }
             // ...then every request goes to the readers, as it arrives; the
