@@ -26,9 +26,9 @@
 //! the hashing cannot be optimised away, and a test can check it against
 //! `sha256sum`).
 
-use std::ffi::OsString;
-use std::io;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -160,10 +160,14 @@ impl Floor {
     }
 
     /// Open `dir` and list it; `None` (counted, reported) if it cannot be.
+    /// Listed through a duplicate of the descriptor its files are opened in,
+    /// as hash-core's walk does: one open per directory.
     fn list(&mut self, dir: &Path) -> Option<Listed> {
+        use rustix::fs::{Dir, FileType};
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let opened = rustix::fs::open(dir, flags, Mode::empty()).map_err(io::Error::from);
-        let (fd, entries) = match opened.and_then(|fd| Ok((fd, std::fs::read_dir(dir)?))) {
+        let opened = rustix::fs::open(dir, flags, Mode::empty())
+            .and_then(|fd| Ok((Dir::new(rustix::io::dup(&fd)?)?, fd)));
+        let (mut reader, fd) = match opened {
             Ok(both) => both,
             Err(e) => {
                 self.fail(dir, e);
@@ -172,12 +176,26 @@ impl Floor {
         };
         let mut files = Vec::new();
         let mut dirs = Vec::new();
-        for entry in entries {
-            match entry.and_then(|e| Ok((e.file_type()?, e.file_name()))) {
-                Ok((t, name)) if t.is_dir() => dirs.push(name),
-                Ok((t, name)) if t.is_file() => files.push(name),
-                Ok(_) => {}
-                Err(e) => self.fail(dir, e),
+        while let Some(entry) = reader.read() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    self.fail(dir, e);
+                    break;
+                }
+            };
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            let mut kind = entry.file_type();
+            if kind == FileType::Unknown {
+                // Some file systems do not fill in the type.
+                let st = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+                kind = st.map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode));
+            }
+            match kind {
+                _ if name == "." || name == ".." => {}
+                FileType::Directory => dirs.push(name.to_owned()),
+                FileType::RegularFile => files.push(name.to_owned()),
+                _ => {}
             }
         }
         files.sort();
