@@ -13,14 +13,18 @@ use hash_bench::refs::{ceiling_buffer, BUFFER, COMPUTE_BUFFER};
 
 const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
 
-fn have(tool: &str) -> bool {
-    hash_bench::util::which(tool).is_some()
+/// Whether `tool` is missing, said so: a test that checks against it is then skipped.
+fn skip_without(tool: &str) -> bool {
+    let missing = hash_bench::util::which(tool).is_none();
+    if missing {
+        eprintln!("skipped: {tool} is not installed");
+    }
+    missing
 }
 
 #[test]
 fn ceiling_digests_match_gnu_sha256sum_of_the_same_bytes() {
-    if !have("sha256sum") {
-        eprintln!("skipped: GNU sha256sum is not installed");
+    if skip_without("sha256sum") {
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -92,8 +96,7 @@ fn read_floor_reports_files_bytes_and_errors() {
 
 #[test]
 fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
-    if !have("sha256sum") {
-        eprintln!("skipped: GNU sha256sum is not installed");
+    if skip_without("sha256sum") {
         return;
     }
     let t = tempfile::tempdir().unwrap();
