@@ -284,21 +284,7 @@ pub fn generate(spec: &Spec, root: &Path, opts: &GenOptions) -> Result<GenReport
     let ours = marker
         .as_ref()
         .is_some_and(|m| m.spec_hash == spec_hash && m.generator == GENERATOR_VERSION);
-    if dir.exists() && !ours {
-        if marker.is_none() && std::fs::read_dir(&dir)?.next().is_some() {
-            bail!(
-                "{} exists but has no hash-bench marker ({}); not touching it. \
-                 Remove it or choose another data directory.",
-                dir.display(),
-                marker_path(root, name).display()
-            );
-        }
-        eprintln!("  {name}: made from another spec; regenerating");
-        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
-    if opts.force && dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    }
+    clear_unless_ours(root, name, marker.is_some(), ours, opts.force)?;
 
     let planned: BTreeMap<&str, u64> = files.iter().map(|f| (f.rel.as_str(), f.size)).collect();
     let (strays, sizes) = survey(&dir, &planned)?;
@@ -338,6 +324,48 @@ pub fn generate(spec: &Spec, root: &Path, opts: &GenOptions) -> Result<GenReport
         .with_context(|| format!("removing stray {}", s.display()))?;
     }
     std::fs::create_dir_all(&dir)?;
+    let report = write_checked(spec, root, (&files, &missing), opts)?;
+    m.complete = true;
+    m.manifest_sha256 = Some(report.manifest_sha256.clone());
+    write_marker(root, name, &m)?;
+    Ok(report)
+}
+
+/// Remove `root/name` when it holds another spec's dataset (`ours` false,
+/// a marker found), or when `force`; refuse to touch a non-empty directory
+/// without a marker, which hash-bench did not make.
+fn clear_unless_ours(root: &Path, name: &str, marked: bool, ours: bool, force: bool) -> Result<()> {
+    let dir = root.join(name);
+    if dir.exists() && !ours {
+        if !marked && std::fs::read_dir(&dir)?.next().is_some() {
+            bail!(
+                "{} exists but has no hash-bench marker ({}); not touching it. \
+                 Remove it or choose another data directory.",
+                dir.display(),
+                marker_path(root, name).display()
+            );
+        }
+        eprintln!("  {name}: made from another spec; regenerating");
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    if force && dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Write the `missing` of the spec's `files`, flush them, and check the whole
+/// dataset's manifest against the spec's: a mismatch after a repair
+/// regenerates every file once (kept files may be damaged in ways a size
+/// check cannot see); a mismatch then is an error.
+fn write_checked(
+    spec: &Spec,
+    root: &Path,
+    (files, missing): (&[PlannedFile], &[&PlannedFile]),
+    opts: &GenOptions,
+) -> Result<GenReport> {
+    let name = &spec.name;
+    let dir = root.join(name);
     let gen_bytes: u64 = missing.iter().map(|f| f.size).sum();
     if !missing.is_empty() {
         if missing.len() < files.len() {
@@ -348,23 +376,20 @@ pub fn generate(spec: &Spec, root: &Path, opts: &GenOptions) -> Result<GenReport
                 human_bytes(gen_bytes)
             );
         }
-        write_files(spec.seed, &dir, &missing, opts, name)?;
+        write_files(spec.seed, &dir, missing, opts, name)?;
     }
     syncfs(&dir)?;
     let mut man = manifest(root, name, opts.threads, opts.progress)?;
-    let mut generated_files = missing.len() as u64;
-    let mut generated_bytes = gen_bytes;
+    let (mut generated_files, mut generated_bytes) = (missing.len() as u64, gen_bytes);
     let expected = spec.expected_manifest_sha256.as_deref();
     if expected.is_some_and(|e| e != man.digest) && missing.len() < files.len() {
-        // Files kept from an earlier run may be damaged in ways a size check cannot see:
-        // regenerate everything once before blaming the generator.
         eprintln!("  {name}: digest mismatch after repair; regenerating every file");
         let all: Vec<&PlannedFile> = files.iter().collect();
         write_files(spec.seed, &dir, &all, opts, name)?;
         syncfs(&dir)?;
         man = manifest(root, name, opts.threads, opts.progress)?;
-        generated_files = t.files;
-        generated_bytes = t.bytes;
+        let t = totals(files);
+        (generated_files, generated_bytes) = (t.files, t.bytes);
     }
     let matches = expected.map(|e| e == man.digest);
     if matches == Some(false) {
@@ -375,9 +400,6 @@ pub fn generate(spec: &Spec, root: &Path, opts: &GenOptions) -> Result<GenReport
             expected.unwrap_or_default()
         );
     }
-    m.complete = true;
-    m.manifest_sha256 = Some(man.digest.clone());
-    write_marker(root, name, &m)?;
     Ok(GenReport {
         name: name.clone(),
         files: man.files,
