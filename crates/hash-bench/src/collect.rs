@@ -508,6 +508,13 @@ pub fn table(r: &Results) -> String {
         r.toolchain.hyperfine
     );
     s.push_str(&openssl_line(r));
+    if let Some(reclaim) = &r.machine.proactive_reclaim {
+        let _ = writeln!(
+            s,
+            "page cache: {}; each warm benchmark reads its data just before it",
+            reclaim.describe()
+        );
+    }
     let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
     s.push_str(&conditions(r));
     for d in &r.datasets {

@@ -745,7 +745,7 @@ pub fn markdown(c: &Comparison) -> String {
             s.push_str("---|");
         }
         s.push('\n');
-        let facts: [(&str, &Fact); 11] = [
+        let facts: [(&str, &Fact); 12] = [
             ("host", &|c| c.machine.hostname.clone()),
             ("CPU", &|c| c.machine.cpu_model.clone()),
             (
@@ -765,6 +765,12 @@ pub fn markdown(c: &Comparison) -> String {
                 yes_no(c.machine.virtualized).to_string()
             }),
             ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
+            ("proactive reclaim", &|c| {
+                c.machine
+                    .proactive_reclaim
+                    .as_ref()
+                    .map_or("–".into(), |r| r.describe())
+            }),
             ("storage", &|c| storage_text(&c.machine.storage)),
             ("kernel", &|c| c.machine.kernel.clone()),
             ("sweep", &|c| {
@@ -779,7 +785,14 @@ pub fn markdown(c: &Comparison) -> String {
             }),
             ("hyperfine", &|c| c.hyperfine.clone()),
         ];
-        for (name, f) in facts {
+        // Older results files do not record it: a row only where some file does.
+        let recorded = |name: &str| {
+            name != "proactive reclaim"
+                || c.columns
+                    .iter()
+                    .any(|r| r.machine.proactive_reclaim.is_some())
+        };
+        for (name, f) in facts.into_iter().filter(|(name, _)| recorded(name)) {
             let _ = write!(s, "| {name} |");
             for col in &c.columns {
                 let _ = write!(s, " {} |", md_escape(&f(col)));
@@ -1030,6 +1043,20 @@ mod tests {
             .find(|l| l.starts_with(&format!("| {row} |")))
             .unwrap_or_else(|| panic!("no row {row} in\n{section}"))
             .to_string()
+    }
+
+    #[test]
+    fn proactive_reclaim_gets_a_row_only_where_a_file_records_it() {
+        let mut c = two();
+        assert!(!markdown(&c).contains("proactive reclaim"));
+        c.columns[1].machine.proactive_reclaim = Some(crate::machine::ProactiveReclaim {
+            by: "damon".into(),
+            min_age_s: 60.0,
+            filters: vec!["reject anon".into()],
+        });
+        assert!(markdown(&c).contains(
+            "| proactive reclaim | – | DAMON pages out memory idle for 60 s or more (reject anon) |"
+        ));
     }
 
     #[test]

@@ -41,6 +41,27 @@ pub struct Machine {
     /// independent of the `sha2` crate. Absent where `openssl` is not installed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openssl_sha256_mib_s: Option<f64>,
+    /// Memory the kernel pages out on its own while the sweep runs: a running DAMON
+    /// scheme whose action is `pageout`, as some cloud guests configure one. Page cache
+    /// it may take goes cold after about `min_age_s` unread, and sooner in part (it
+    /// samples one page per region), so there a warm run is warm only because its data
+    /// is read just before it, which the harness does for every warm benchmark and
+    /// checks before every run. Absent where no such scheme runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proactive_reclaim: Option<ProactiveReclaim>,
+}
+
+/// A kernel daemon paging memory out on its own (see [`Machine::proactive_reclaim`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProactiveReclaim {
+    /// What does it: `damon` (`/sys/kernel/mm/damon/admin`).
+    pub by: String,
+    /// Least time, seconds, a region must have looked idle before it is paged out (the
+    /// scheme's minimum age, in aggregation intervals, times the interval).
+    pub min_age_s: f64,
+    /// The scheme's filters, as `allow`/`reject` and the kind of memory they match
+    /// (`reject anon` and `allow unmapped`: page cache not mapped by any process).
+    pub filters: Vec<String>,
 }
 
 /// The filesystem and block device holding the data.
@@ -109,6 +130,78 @@ pub fn collect(data_dir: &Path) -> Machine {
         arch: std::env::consts::ARCH.to_string(),
         storage: storage(data_dir),
         openssl_sha256_mib_s: None,
+        proactive_reclaim: damon_pageout(Path::new(DAMON_ADMIN)),
+    }
+}
+
+/// Where DAMON's sysfs interface lives.
+const DAMON_ADMIN: &str = "/sys/kernel/mm/damon/admin";
+
+/// The first `pageout` scheme of a running kdamond under `admin` (DAMON's sysfs
+/// directory), if there is one.
+fn damon_pageout(admin: &Path) -> Option<ProactiveReclaim> {
+    let text = |p: &Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let numbered = |dir: &Path| {
+        let n: usize = text(&dir.join("nr_kdamonds"))
+            .or_else(|| text(&dir.join("nr_contexts")))
+            .or_else(|| text(&dir.join("nr_schemes")))
+            .or_else(|| text(&dir.join("nr_filters")))?
+            .parse()
+            .ok()?;
+        Some((0..n).map(|i| dir.join(i.to_string())).collect::<Vec<_>>())
+    };
+    for kdamond in numbered(&admin.join("kdamonds"))? {
+        if text(&kdamond.join("state")).as_deref() != Some("on") {
+            continue;
+        }
+        for context in numbered(&kdamond.join("contexts")).unwrap_or_default() {
+            let intervals = context.join("monitoring_attrs/intervals");
+            let aggr_us: f64 = text(&intervals.join("aggr_us"))?.parse().ok()?;
+            for scheme in numbered(&context.join("schemes")).unwrap_or_default() {
+                if text(&scheme.join("action")).as_deref() != Some("pageout") {
+                    continue;
+                }
+                let age: f64 = text(&scheme.join("access_pattern/age/min"))?.parse().ok()?;
+                let filters = ["filters", "core_filters", "ops_filters"]
+                    .iter()
+                    .flat_map(|kind| numbered(&scheme.join(kind)).unwrap_or_default())
+                    .filter_map(|f| {
+                        let allow = text(&f.join("allow")).as_deref() == Some("Y");
+                        let matching = text(&f.join("matching")).as_deref() != Some("N");
+                        let kind = text(&f.join("type"))?;
+                        let not = if matching { "" } else { "not " };
+                        let verb = if allow { "allow" } else { "reject" };
+                        Some(format!("{verb} {not}{kind}"))
+                    })
+                    .collect();
+                return Some(ProactiveReclaim {
+                    by: "damon".into(),
+                    min_age_s: age * aggr_us / 1e6,
+                    filters,
+                });
+            }
+        }
+    }
+    None
+}
+
+impl ProactiveReclaim {
+    /// One line for tables: what pages out what, after how long idle.
+    pub fn describe(&self) -> String {
+        let filters = if self.filters.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.filters.join(", "))
+        };
+        format!(
+            "{} pages out memory idle for {:.0} s or more{filters}",
+            self.by.to_uppercase(),
+            self.min_age_s
+        )
     }
 }
 
@@ -240,6 +333,70 @@ mod tests {
         assert!((mib - 1520.1).abs() < 0.1, "{mib}");
         assert_eq!(parse_openssl_speed("Error: unknown algorithm\n"), None);
         assert_eq!(parse_openssl_speed("+F:6:sha256:nan-ish\n"), None);
+    }
+
+    /// Write `files` (path relative to `root`, contents) under `root`.
+    fn tree(root: &Path, files: &[(&str, &str)]) {
+        for (path, text) in files {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("{text}\n")).unwrap();
+        }
+    }
+
+    /// A DAMON sysfs tree as a 2-vCPU cloud guest had it: one kdamond, one context
+    /// (aggregation every 5 s), one `pageout` scheme of regions 12 intervals old,
+    /// rejecting anonymous memory and allowing unmapped pages.
+    fn damon_tree(root: &Path, state: &str, action: &str) {
+        let c = "kdamonds/0/contexts/0";
+        let s = "kdamonds/0/contexts/0/schemes/0";
+        tree(
+            root,
+            &[
+                ("kdamonds/nr_kdamonds", "1"),
+                ("kdamonds/0/state", state),
+                ("kdamonds/0/contexts/nr_contexts", "1"),
+                (
+                    &format!("{c}/monitoring_attrs/intervals/aggr_us"),
+                    "5000000",
+                ),
+                (&format!("{c}/schemes/nr_schemes"), "1"),
+                (&format!("{s}/action"), action),
+                (&format!("{s}/access_pattern/age/min"), "12"),
+                (&format!("{s}/filters/nr_filters"), "0"),
+                (&format!("{s}/ops_filters/nr_filters"), "2"),
+                (&format!("{s}/ops_filters/0/type"), "anon"),
+                (&format!("{s}/ops_filters/0/matching"), "Y"),
+                (&format!("{s}/ops_filters/0/allow"), "N"),
+                (&format!("{s}/ops_filters/1/type"), "unmapped"),
+                (&format!("{s}/ops_filters/1/matching"), "Y"),
+                (&format!("{s}/ops_filters/1/allow"), "Y"),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_running_damon_pageout_scheme_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        damon_tree(dir.path(), "on", "pageout");
+        let r = damon_pageout(dir.path()).unwrap();
+        assert_eq!(r.by, "damon");
+        assert_eq!(r.min_age_s, 60.0);
+        assert_eq!(r.filters, ["reject anon", "allow unmapped"]);
+        assert_eq!(
+            r.describe(),
+            "DAMON pages out memory idle for 60 s or more (reject anon, allow unmapped)"
+        );
+    }
+
+    #[test]
+    fn damon_that_is_off_or_only_monitors_is_no_reclaim() {
+        for (state, action) in [("off", "pageout"), ("on", "stat")] {
+            let dir = tempfile::tempdir().unwrap();
+            damon_tree(dir.path(), state, action);
+            assert_eq!(damon_pageout(dir.path()), None, "{state} {action}");
+        }
+        assert_eq!(damon_pageout(Path::new("/nonexistent/damon")), None);
     }
 
     #[test]
