@@ -85,9 +85,10 @@ How it measures:
     byte-identical and hash to the dataset's committed digest, or nothing is timed.
   * hyperfine -N (no shell) times each program on each dataset and cache state. Its
     --prepare runs before every run: 'hash-bench evict --record' for cold (eviction,
-    then mincore residency), 'hash-bench residency --record' for warm. A cold run that
-    started more than 5 % resident, or a warm one below 95 %, is kept but flagged
-    invalid in the results and the table.
+    then mincore residency), 'hash-bench residency --top-up --record' for warm (pages
+    the kernel dropped since the last run, as DAMON's pageout does on some guests, are
+    read back first). A cold run that started more than 5 % resident, or a warm one
+    below 95 %, is kept but flagged invalid in the results and the table.
   * Peak RSS comes from one untimed run right before hyperfine (hash-bench maxrss;
     evicted first when cold), which is also the warm-up run.
   * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so

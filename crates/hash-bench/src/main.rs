@@ -270,12 +270,34 @@ struct ResidencyArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// First read back into the page cache what is not resident (a warm run's prepare,
+    /// where the kernel pages out idle memory on its own); the sample then says what the
+    /// run starts with, and how many pages were read back.
+    #[arg(long)]
+    top_up: bool,
 }
 
 fn residency(a: ResidencyArgs) -> Result<()> {
     let files = cache::walk_all(&a.paths)?;
-    let r = cache::residency(&files)?;
-    let sample = ResidencySample::now("none", r);
+    let sample = if a.top_up {
+        let (found, read_back) = cache::top_up(&files)?;
+        let now = cache::Residency {
+            resident_pages: (found.resident_pages + read_back).min(found.total_pages),
+            ..found
+        };
+        let action = if read_back > 0 { "top-up" } else { "none" };
+        ResidencySample {
+            topped_up_pages: read_back,
+            ..ResidencySample::now(action, now)
+        }
+    } else {
+        ResidencySample::now("none", cache::residency(&files)?)
+    };
+    let r = cache::Residency {
+        files: sample.files,
+        resident_pages: sample.resident_pages,
+        total_pages: sample.total_pages,
+    };
     if let Some(rec) = &a.record {
         sample.append_to(rec)?;
     }

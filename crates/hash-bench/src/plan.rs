@@ -810,7 +810,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
         b.prepare = if plan.location.is_network() {
             net_prepare_command(&hb, &work, b)
         } else {
-            prepare_command(&hb, &work, b, o.eviction)
+            prepare_command(&hb, &work, b, o.eviction, plan.memory_limit_bytes.is_none())
         };
     }
     Ok(plan)
@@ -999,9 +999,18 @@ pub fn link_record(work: &Path, id: &str) -> PathBuf {
     work.join("raw").join(format!("{id}.link.jsonl"))
 }
 
-/// hyperfine's `--prepare` for `b`: evict (cold) or only measure (warm) the dataset,
-/// appending a residency sample to the benchmark's record in `work`.
-fn prepare_command(hb: &str, work: &Path, b: &PlanEntry, eviction: EvictMethod) -> String {
+/// hyperfine's `--prepare` for `b`: evict (cold) or measure (warm) the dataset,
+/// appending a residency sample to the benchmark's record in `work`. With `top_up`, a
+/// warm prepare first reads back what is not resident: some guests page out idle page
+/// cache on their own (DAMON), and a run of small files that starts a few per cent
+/// cold is no warm run. Under a memory limit warm means what the cgroup kept: no top-up.
+fn prepare_command(
+    hb: &str,
+    work: &Path,
+    b: &PlanEntry,
+    eviction: EvictMethod,
+    top_up: bool,
+) -> String {
     let record = residency_record(work, &b.id).display().to_string();
     let mut prep = vec![hb.to_string()];
     match b.cache {
@@ -1011,7 +1020,13 @@ fn prepare_command(hb: &str, work: &Path, b: &PlanEntry, eviction: EvictMethod) 
                 prep.extend(["--method".into(), "drop-caches".into()]);
             }
         }
-        Cache::Warm => prep.extend(["residency".into(), "--record".into(), record]),
+        Cache::Warm => {
+            prep.push("residency".into());
+            if top_up {
+                prep.push("--top-up".into());
+            }
+            prep.extend(["--record".into(), record]);
+        }
     }
     prep.push(b.dataset.clone());
     sh_join(&prep)
@@ -1246,7 +1261,7 @@ mod tests {
             format!("/x/hash-bench evict --record {work}/raw/small.cold.hash-threads-j2.residency.jsonl small")
         );
         let warm = find("small.warm.hash-threads-j2");
-        assert!(warm.prepare.contains(" residency --record "));
+        assert!(warm.prepare.contains(" residency --top-up --record "));
         // sha256sum: 64 files, 2 processes, 4 batches each → -n 8.
         let sum = find("shards.warm.sha256sum-j2");
         assert_eq!(

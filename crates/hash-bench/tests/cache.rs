@@ -83,14 +83,30 @@ fn cli_evict_and_residency_record_samples() {
         .args(["evict", "--record"])
         .arg(&record)
         .arg(&data));
+    // A warm run's prepare reads back what is gone, and says how much.
+    ok(Command::new(hb)
+        .args(["residency", "--top-up", "--record"])
+        .arg(&record)
+        .arg(&data));
 
     let samples = ResidencySample::read_all(&record).unwrap();
-    assert_eq!(samples.len(), 2);
+    assert_eq!(samples.len(), 3);
     assert_eq!(samples[0].action, "none");
     assert!(samples[0].percent > 95.0);
+    assert_eq!(samples[0].topped_up_pages, 0);
     assert_eq!(samples[1].action, "evict");
     assert!(samples[1].percent < 5.0);
     assert_eq!(samples[1].total_pages, 1024);
+    assert_eq!(samples[2].action, "top-up");
+    assert!(samples[2].topped_up_pages >= 1024 - samples[1].resident_pages);
+    assert_eq!(samples[2].resident_pages, 1024);
+    assert_eq!(
+        cache::residency(&cache::walk_files(&data).unwrap())
+            .unwrap()
+            .resident_pages,
+        1024,
+        "read back into the page cache"
+    );
 
     let out = run(Command::new(hb).args(["residency", "--json"]).arg(&data));
     let s: ResidencySample = serde_json::from_slice(&out.stdout).unwrap();
