@@ -486,9 +486,9 @@ fn openssl_line(r: &Results) -> String {
         })
 }
 
-/// The terminal table: each dataset × cache state, each program's median, MiB/s,
-/// files/s, speed relative to hash-serial, peak RSS and residency.
-pub fn table(r: &Results) -> String {
+/// The table's first lines: the sweep and its machine, `openssl speed`'s rate where it
+/// was measured, and the kernel's own page-cache reclaim where there is one.
+fn machine_lines(r: &Results) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -515,6 +515,13 @@ pub fn table(r: &Results) -> String {
             reclaim.describe()
         );
     }
+    s
+}
+
+/// The terminal table: each dataset × cache state, each program's median, MiB/s,
+/// files/s, speed relative to hash-serial, peak RSS and residency.
+pub fn table(r: &Results) -> String {
+    let mut s = machine_lines(r);
     let link = r.settings.location.as_ref().and_then(|l| l.link.as_ref());
     s.push_str(&conditions(r));
     for d in &r.datasets {

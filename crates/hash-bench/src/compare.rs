@@ -731,75 +731,82 @@ fn yes_no(b: bool) -> &'static str {
 /// How one line of the machine block is drawn from a column.
 type Fact = dyn Fn(&Column) -> String;
 
-/// The comparison as Markdown, ready to paste.
-pub fn markdown(c: &Comparison) -> String {
+/// The Markdown table of the compared files' machines (nothing without files).
+fn machines(c: &Comparison) -> String {
     let mut s = String::new();
-    if !c.columns.is_empty() {
-        let _ = writeln!(s, "#### Machines\n");
-        let _ = write!(s, "| |");
+    if c.columns.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "#### Machines\n");
+    let _ = write!(s, "| |");
+    for col in &c.columns {
+        let _ = write!(s, " {} |", md_escape(&col.label));
+    }
+    let _ = write!(s, "\n|---|");
+    for _ in &c.columns {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    let facts: [(&str, &Fact); 12] = [
+        ("host", &|c| c.machine.hostname.clone()),
+        ("CPU", &|c| c.machine.cpu_model.clone()),
+        (
+            "cores",
+            &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
+                (a, l) if a != l => format!("{a} of {l}"),
+                (a, _) => a.to_string(),
+            },
+        ),
+        ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
+        ("openssl sha256", &|c| {
+            c.machine
+                .openssl_sha256_mib_s
+                .map_or("–".into(), |m| format!("{m:.0} MiB/s"))
+        }),
+        ("virtualized", &|c| {
+            yes_no(c.machine.virtualized).to_string()
+        }),
+        ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
+        ("proactive reclaim", &|c| {
+            c.machine
+                .proactive_reclaim
+                .as_ref()
+                .map_or("–".into(), |r| r.describe())
+        }),
+        ("storage", &|c| storage_text(&c.machine.storage)),
+        ("kernel", &|c| c.machine.kernel.clone()),
+        ("sweep", &|c| {
+            let commit = c.commit.as_deref().map(|x| x.get(..12).unwrap_or(x));
+            format!(
+                "{} {}, commit {}, schema v{}",
+                c.sweep,
+                c.date,
+                commit.unwrap_or("?"),
+                c.schema_version
+            )
+        }),
+        ("hyperfine", &|c| c.hyperfine.clone()),
+    ];
+    // Older results files do not record it: a row only where some file does.
+    let recorded = |name: &str| {
+        name != "proactive reclaim"
+            || c.columns
+                .iter()
+                .any(|r| r.machine.proactive_reclaim.is_some())
+    };
+    for (name, f) in facts.into_iter().filter(|(name, _)| recorded(name)) {
+        let _ = write!(s, "| {name} |");
         for col in &c.columns {
-            let _ = write!(s, " {} |", md_escape(&col.label));
-        }
-        let _ = write!(s, "\n|---|");
-        for _ in &c.columns {
-            s.push_str("---|");
+            let _ = write!(s, " {} |", md_escape(&f(col)));
         }
         s.push('\n');
-        let facts: [(&str, &Fact); 12] = [
-            ("host", &|c| c.machine.hostname.clone()),
-            ("CPU", &|c| c.machine.cpu_model.clone()),
-            (
-                "cores",
-                &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
-                    (a, l) if a != l => format!("{a} of {l}"),
-                    (a, _) => a.to_string(),
-                },
-            ),
-            ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
-            ("openssl sha256", &|c| {
-                c.machine
-                    .openssl_sha256_mib_s
-                    .map_or("–".into(), |m| format!("{m:.0} MiB/s"))
-            }),
-            ("virtualized", &|c| {
-                yes_no(c.machine.virtualized).to_string()
-            }),
-            ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
-            ("proactive reclaim", &|c| {
-                c.machine
-                    .proactive_reclaim
-                    .as_ref()
-                    .map_or("–".into(), |r| r.describe())
-            }),
-            ("storage", &|c| storage_text(&c.machine.storage)),
-            ("kernel", &|c| c.machine.kernel.clone()),
-            ("sweep", &|c| {
-                let commit = c.commit.as_deref().map(|x| x.get(..12).unwrap_or(x));
-                format!(
-                    "{} {}, commit {}, schema v{}",
-                    c.sweep,
-                    c.date,
-                    commit.unwrap_or("?"),
-                    c.schema_version
-                )
-            }),
-            ("hyperfine", &|c| c.hyperfine.clone()),
-        ];
-        // Older results files do not record it: a row only where some file does.
-        let recorded = |name: &str| {
-            name != "proactive reclaim"
-                || c.columns
-                    .iter()
-                    .any(|r| r.machine.proactive_reclaim.is_some())
-        };
-        for (name, f) in facts.into_iter().filter(|(name, _)| recorded(name)) {
-            let _ = write!(s, "| {name} |");
-            for col in &c.columns {
-                let _ = write!(s, " {} |", md_escape(&f(col)));
-            }
-            s.push('\n');
-        }
     }
+    s
+}
+
+/// The comparison as Markdown, ready to paste.
+pub fn markdown(c: &Comparison) -> String {
+    let mut s = machines(c);
     for t in &c.tables {
         let across = if t.machines_note.is_some() {
             " (across machines)"
