@@ -145,30 +145,26 @@ fn damon_pageout(admin: &Path) -> Option<ProactiveReclaim> {
             .ok()
             .map(|s| s.trim().to_string())
     };
-    let numbered = |dir: &Path| {
-        let n: usize = text(&dir.join("nr_kdamonds"))
-            .or_else(|| text(&dir.join("nr_contexts")))
-            .or_else(|| text(&dir.join("nr_schemes")))
-            .or_else(|| text(&dir.join("nr_filters")))?
-            .parse()
-            .ok()?;
+    // DAMON lists things as `DIR/nr_THINGS` and `DIR/0`, `DIR/1`, ...
+    let numbered = |dir: &Path, count: &str| {
+        let n: usize = text(&dir.join(count))?.parse().ok()?;
         Some((0..n).map(|i| dir.join(i.to_string())).collect::<Vec<_>>())
     };
-    for kdamond in numbered(&admin.join("kdamonds"))? {
+    for kdamond in numbered(&admin.join("kdamonds"), "nr_kdamonds")? {
         if text(&kdamond.join("state")).as_deref() != Some("on") {
             continue;
         }
-        for context in numbered(&kdamond.join("contexts")).unwrap_or_default() {
+        for context in numbered(&kdamond.join("contexts"), "nr_contexts").unwrap_or_default() {
             let intervals = context.join("monitoring_attrs/intervals");
             let aggr_us: f64 = text(&intervals.join("aggr_us"))?.parse().ok()?;
-            for scheme in numbered(&context.join("schemes")).unwrap_or_default() {
+            for scheme in numbered(&context.join("schemes"), "nr_schemes").unwrap_or_default() {
                 if text(&scheme.join("action")).as_deref() != Some("pageout") {
                     continue;
                 }
                 let age: f64 = text(&scheme.join("access_pattern/age/min"))?.parse().ok()?;
                 let filters = ["filters", "core_filters", "ops_filters"]
                     .iter()
-                    .flat_map(|kind| numbered(&scheme.join(kind)).unwrap_or_default())
+                    .flat_map(|kind| numbered(&scheme.join(kind), "nr_filters").unwrap_or_default())
                     .filter_map(|f| {
                         let allow = text(&f.join("allow")).as_deref() == Some("Y");
                         let matching = text(&f.join("matching")).as_deref() != Some("N");
