@@ -155,18 +155,20 @@ pub fn page_size() -> u64 {
 
 /// Residency of one file.
 pub fn file_residency(path: &Path) -> Result<Residency> {
-    Ok(file_residency_topped(path, false)?.0)
+    Ok(file_residency_topped(path, None)?.0)
 }
 
-/// Residency of one file, and with `top_up` the pages read back into the page cache
-/// because they were not resident (see [`top_up`]).
-fn file_residency_topped(path: &Path, top_up: bool) -> Result<(Residency, u64)> {
+/// Residency of one file, and the pages read back into the page cache because they
+/// were not resident, when given a buffer to read them with (see [`top_up`]; it is
+/// allocated at the first page missing, so a resident file costs no allocation).
+fn file_residency_topped(path: &Path, buf: Option<&mut Vec<u8>>) -> Result<(Residency, u64)> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let len = file.metadata()?.len();
     let page = page_size();
     let total_pages = len.div_ceil(page);
     let mut resident = 0u64;
     let mut read_back = 0u64;
+    let mut buf = buf;
     // Map in windows so that the mincore vector (one byte per page) stays small even
     // for files larger than memory.
     const WINDOW: u64 = 1 << 30;
@@ -177,8 +179,8 @@ fn file_residency_topped(path: &Path, top_up: bool) -> Result<(Residency, u64)> 
         vec.resize(n.div_ceil(page) as usize, 0u8);
         mincore_window(&file, path, off, n as usize, &mut vec)?;
         resident += vec.iter().filter(|&&b| b & 1 == 1).count() as u64;
-        if top_up {
-            read_back += read_missing(&file, path, off, &vec)?;
+        if let Some(buf) = buf.as_deref_mut() {
+            read_back += read_missing(&file, path, off, &vec, buf)?;
         }
         off += n;
     }
@@ -192,10 +194,9 @@ fn file_residency_topped(path: &Path, top_up: bool) -> Result<(Residency, u64)> 
 
 /// Read the pages of `file` from `off` that `vec` (mincore's answer for them) says
 /// are not resident, a run of them at a time; the number of pages read.
-fn read_missing(file: &File, path: &Path, off: u64, vec: &[u8]) -> Result<u64> {
+fn read_missing(file: &File, path: &Path, off: u64, vec: &[u8], buf: &mut Vec<u8>) -> Result<u64> {
     use std::os::unix::fs::FileExt;
     let page = page_size();
-    let mut buf = vec![0u8; 1 << 20];
     let mut read = 0u64;
     let mut i = 0;
     while i < vec.len() {
@@ -204,6 +205,7 @@ fn read_missing(file: &File, path: &Path, off: u64, vec: &[u8]) -> Result<u64> {
             continue;
         }
         let run = vec[i..].iter().take_while(|&&b| b & 1 == 0).count();
+        buf.resize(1 << 20, 0);
         let (mut at, end) = (off + i as u64 * page, off + (i + run) as u64 * page);
         while at < end {
             let want = buf.len().min((end - at) as usize);
@@ -223,14 +225,18 @@ fn read_missing(file: &File, path: &Path, off: u64, vec: &[u8]) -> Result<u64> {
 /// Read back into the page cache whatever of `files` is not resident: a warm run's
 /// data on a machine whose kernel pages out idle memory on its own (DAMON's
 /// `pageout`, see [`crate::machine::ProactiveReclaim`]), where a few per cent of a
-/// tree of small files gone cold slowed a warm run by 40 %. The residency found
-/// before, and the pages read back.
+/// tree of small files gone cold slowed a warm run by 40 %. The residency now (the
+/// pages read back counted resident), and the pages read back.
 pub fn top_up(files: &[PathBuf]) -> Result<(Residency, u64)> {
     let mut total = Residency::default();
     let mut read_back = 0;
+    let mut buf = Vec::new();
     for f in files {
-        let (r, n) = file_residency_topped(f, true)?;
-        total.add(r);
+        let (r, n) = file_residency_topped(f, Some(&mut buf))?;
+        total.add(Residency {
+            resident_pages: (r.resident_pages + n).min(r.total_pages),
+            ..r
+        });
         read_back += n;
     }
     Ok((total, read_back))

@@ -747,54 +747,72 @@ fn machines(c: &Comparison) -> String {
         s.push_str("---|");
     }
     s.push('\n');
-    let facts: [(&str, &Fact); 12] = [
-        ("host", &|c| c.machine.hostname.clone()),
-        ("CPU", &|c| c.machine.cpu_model.clone()),
+    // Older results files do not record reclaim: its row only where some file does.
+    let reclaim = c
+        .columns
+        .iter()
+        .any(|r| r.machine.proactive_reclaim.is_some());
+    // (name, how, shown)
+    let facts: [(&str, &Fact, bool); 12] = [
+        ("host", &|c| c.machine.hostname.clone(), true),
+        ("CPU", &|c| c.machine.cpu_model.clone(), true),
         (
             "cores",
             &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
                 (a, l) if a != l => format!("{a} of {l}"),
                 (a, _) => a.to_string(),
             },
+            true,
         ),
-        ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string()),
-        ("openssl sha256", &|c| {
-            c.machine
-                .openssl_sha256_mib_s
-                .map_or("–".into(), |m| format!("{m:.0} MiB/s"))
-        }),
-        ("virtualized", &|c| {
-            yes_no(c.machine.virtualized).to_string()
-        }),
-        ("memory", &|c| human_bytes(c.machine.mem_total_kib * 1024)),
-        ("proactive reclaim", &|c| {
-            c.machine
-                .proactive_reclaim
-                .as_ref()
-                .map_or("–".into(), |r| r.describe())
-        }),
-        ("storage", &|c| storage_text(&c.machine.storage)),
-        ("kernel", &|c| c.machine.kernel.clone()),
-        ("sweep", &|c| {
-            let commit = c.commit.as_deref().map(|x| x.get(..12).unwrap_or(x));
-            format!(
-                "{} {}, commit {}, schema v{}",
-                c.sweep,
-                c.date,
-                commit.unwrap_or("?"),
-                c.schema_version
-            )
-        }),
-        ("hyperfine", &|c| c.hyperfine.clone()),
+        ("SHA-NI", &|c| yes_no(c.machine.sha_ni).to_string(), true),
+        (
+            "openssl sha256",
+            &|c| {
+                c.machine
+                    .openssl_sha256_mib_s
+                    .map_or("–".into(), |m| format!("{m:.0} MiB/s"))
+            },
+            true,
+        ),
+        (
+            "virtualized",
+            &|c| yes_no(c.machine.virtualized).to_string(),
+            true,
+        ),
+        (
+            "memory",
+            &|c| human_bytes(c.machine.mem_total_kib * 1024),
+            true,
+        ),
+        (
+            "proactive reclaim",
+            &|c| {
+                c.machine
+                    .proactive_reclaim
+                    .as_ref()
+                    .map_or("–".into(), |r| r.describe())
+            },
+            reclaim,
+        ),
+        ("storage", &|c| storage_text(&c.machine.storage), true),
+        ("kernel", &|c| c.machine.kernel.clone(), true),
+        (
+            "sweep",
+            &|c| {
+                let commit = c.commit.as_deref().map(|x| x.get(..12).unwrap_or(x));
+                format!(
+                    "{} {}, commit {}, schema v{}",
+                    c.sweep,
+                    c.date,
+                    commit.unwrap_or("?"),
+                    c.schema_version
+                )
+            },
+            true,
+        ),
+        ("hyperfine", &|c| c.hyperfine.clone(), true),
     ];
-    // Older results files do not record it: a row only where some file does.
-    let recorded = |name: &str| {
-        name != "proactive reclaim"
-            || c.columns
-                .iter()
-                .any(|r| r.machine.proactive_reclaim.is_some())
-    };
-    for (name, f) in facts.into_iter().filter(|(name, _)| recorded(name)) {
+    for (name, f, _) in facts.into_iter().filter(|&(_, _, shown)| shown) {
         let _ = write!(s, "| {name} |");
         for col in &c.columns {
             let _ = write!(s, " {} |", md_escape(&f(col)));

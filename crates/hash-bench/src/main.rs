@@ -279,24 +279,15 @@ struct ResidencyArgs {
 
 fn residency(a: ResidencyArgs) -> Result<()> {
     let files = cache::walk_all(&a.paths)?;
-    let sample = if a.top_up {
-        let (found, read_back) = cache::top_up(&files)?;
-        let now = cache::Residency {
-            resident_pages: (found.resident_pages + read_back).min(found.total_pages),
-            ..found
-        };
-        let action = if read_back > 0 { "top-up" } else { "none" };
-        ResidencySample {
-            topped_up_pages: read_back,
-            ..ResidencySample::now(action, now)
-        }
+    let (r, read_back) = if a.top_up {
+        cache::top_up(&files)?
     } else {
-        ResidencySample::now("none", cache::residency(&files)?)
+        (cache::residency(&files)?, 0)
     };
-    let r = cache::Residency {
-        files: sample.files,
-        resident_pages: sample.resident_pages,
-        total_pages: sample.total_pages,
+    let action = if read_back > 0 { "top-up" } else { "none" };
+    let sample = ResidencySample {
+        topped_up_pages: read_back,
+        ..ResidencySample::now(action, r)
     };
     if let Some(rec) = &a.record {
         sample.append_to(rec)?;
