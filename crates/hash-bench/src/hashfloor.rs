@@ -14,7 +14,8 @@
 //!
 //! With `-j N`, N threads take turns at the roots' files, 256 at a time, and at their
 //! subdirectories, each whole (listed inside the thread that takes it), and each
-//! thread first takes a descriptor table of its own, as `hash-threads`' workers do:
+//! thread first takes a descriptor table and credentials of its own, as `hash-threads`'
+//! workers do:
 //! the floor of a parallel hasher of such a tree, with no hand-off per file and no
 //! output to put in order.
 //!
@@ -95,6 +96,11 @@ pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
                     // SAFETY: unshare(2) of this thread's descriptor table: the
                     // descriptors stay open, only no longer shared.
                     let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
+                    // A private copy of the same credentials, so that each
+                    // open's reference on them stays in this core's cache.
+                    if let Ok(caps) = rustix::thread::capabilities(None) {
+                        let _ = rustix::thread::set_capabilities(None, caps);
+                    }
                     let mut floor = Floor::new(work);
                     while let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
                         match unit {

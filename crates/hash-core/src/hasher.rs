@@ -20,11 +20,12 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::datapath::{Chooser, DataPath};
 use crate::error::ErrorKind;
 use crate::stamp::{Held, Stamp};
+use crate::striped::Striped;
 
 /// Size of each worker's read buffer. Large enough that syscall overhead is
 /// negligible next to hashing (~1.3 GB/s per core), small enough to stay in L2.
@@ -83,9 +84,9 @@ pub struct Reading {
     /// for nobody.
     stop: AtomicBool,
     /// Bytes fed to SHA-256 so far. Progress samples it so that a single huge
-    /// file still shows movement; one relaxed add per read is far below
-    /// anything measurable.
-    bytes: AtomicU64,
+    /// file still shows movement. Striped: one add per read of a small file
+    /// on one shared line was a line passed between the cores per file.
+    bytes: Striped,
     /// Threads hashing, or waiting for files to hash (see [`Hashing`]).
     hashers: AtomicUsize,
     /// Helper threads of large files (mapping or reading ahead) running.
@@ -137,13 +138,13 @@ impl Reading {
 
     /// Bytes this run's hashers have fed to SHA-256 so far.
     pub fn bytes_read(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        self.bytes.get()
     }
 
     /// Count `n` bytes fed to SHA-256 for this run somewhere else (by a
     /// `hash-procs` worker), so that progress sees them as they stream.
     pub(crate) fn add_streamed(&self, n: u64) {
-        self.bytes.fetch_add(n, Ordering::Relaxed);
+        self.bytes.add(n);
     }
 
     /// Count only `n` CPUs as this run's (a `hash-procs` worker's share of
@@ -322,7 +323,8 @@ pub struct Opened {
 
 /// Files the hashers hold open, over every thread of the process (see
 /// [`open`]: an open that finds no descriptor left waits while any is).
-static FILES_OPEN: AtomicUsize = AtomicUsize::new(0);
+/// Striped: counted twice per file, it is read only when descriptors run out.
+static FILES_OPEN: Striped = Striped::new();
 
 /// One of [`FILES_OPEN`], until dropped.
 #[derive(Debug)]
@@ -331,14 +333,14 @@ pub(crate) struct Counted(());
 impl Counted {
     /// Count one more file open.
     pub(crate) fn new() -> Counted {
-        FILES_OPEN.fetch_add(1, Ordering::Relaxed);
+        FILES_OPEN.add(1);
         Counted(())
     }
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        FILES_OPEN.fetch_sub(1, Ordering::Relaxed);
+        FILES_OPEN.sub(1);
     }
 }
 
@@ -502,9 +504,7 @@ impl Running {
         }
         hash(&mut self.hasher, bytes);
         self.size += bytes.len() as u64;
-        reading
-            .bytes
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        reading.bytes.add(bytes.len() as u64);
         Ok(())
     }
 
@@ -615,7 +615,7 @@ pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
             .iter()
             .any(|n| e.raw_os_error() == Some(n.raw_os_error()));
         if !out_of_descriptors
-            || FILES_OPEN.load(Ordering::Relaxed) <= 1
+            || FILES_OPEN.get() <= 1
             || waited >= DESCRIPTORS_WAIT
             || req.reading.stopped()
         {

@@ -49,6 +49,7 @@ pub mod shard;
 pub mod stamp;
 pub mod stdio;
 pub mod strategy;
+mod striped;
 pub mod tree;
 pub mod walk;
 

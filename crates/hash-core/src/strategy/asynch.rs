@@ -262,6 +262,7 @@ fn runtime(max: usize) -> std::io::Result<tokio::runtime::Runtime> {
         // A fixed depth above it has its tasks run, not queue.
         .max_blocking_threads(MAX_READERS.max(max))
         .thread_stack_size(THREAD_STACK)
+        .on_thread_start(super::queue::own_credentials)
         .build()
 }
 

@@ -41,7 +41,7 @@ use crate::inflight::{Policy, Shared, Storage};
 pub const CHUNK: usize = 1 << 20;
 
 /// Planned files between two looks at whether the disk's order pays.
-const LOOK_EVERY: usize = 256;
+pub(super) const LOOK_EVERY: usize = 256;
 
 /// Where a file's data starts, for sorting: by the first extent's physical
 /// offset, by inode number where FIEMAP is not supported, or unknown (the
@@ -205,6 +205,21 @@ impl<'a> DiskOrder<'a> {
         // Settled, not passing through on the way.
         let settled = depth.settled().filter(|&d| d == depth.target());
         settled.is_some_and(|d| pays(self.storage, d, waited))
+    }
+
+    /// Whether files come from sorted chunks now: then only
+    /// [`DiskOrder::next`] may hand them out.
+    pub fn sorting(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// The planned files `start..end` were claimed at once, past the sorted
+    /// chunks: look, as [`DiskOrder::next`] does every [`LOOK_EVERY`] files,
+    /// whether the disk's order pays now.
+    pub fn claimed(&self, start: usize, end: usize) {
+        if end / LOOK_EVERY > start / LOOK_EVERY && self.wanted() {
+            self.active.store(true, Ordering::Relaxed);
+        }
     }
 
     /// The next file of `order` (the planned order, taken through `cursor`):

@@ -19,7 +19,9 @@ use std::thread::{self, Scope};
 use std::sync::Arc;
 
 use super::order::DiskOrder;
-use super::queue::{collect, guard, hash_here, own_descriptor_table, test_hook, Batch, Queue};
+use super::queue::{
+    collect, guard, hash_here, own_credentials, own_descriptor_table, test_hook, Batch, Queue, Run,
+};
 use super::{
     clamp_workers, fewer_threads, no_helper, thread_builder, Def, Job, JobsArgs, Ran, Runner, Sink,
     Strategy,
@@ -147,6 +149,7 @@ fn run(
                 // (a copy each would take a reference to every directory the
                 // walk kept, for threads that wait on the disk, not the lock).
                 own_descriptor_table();
+                own_credentials();
                 guard(tx, |tx, batch| {
                     work(pool, tx, batch, scope, new_buffer());
                 });
@@ -251,13 +254,16 @@ fn work<'s, 'e>(
     // Reads first try `RWF_NOWAIT` only where a wait changes something.
     let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn(std::time::Duration));
     batch.reserve(BATCH);
-    while let Some(i) = queue.next() {
+    let mut run = Run::default();
+    while let Some(i) = queue.next_in(&mut run) {
         let job = &queue.files[i];
         test_hook(job);
         let request = job.request(queue.reading, hook);
         let outcome = hash(&request, &mut buf);
         // The size fstat saw (the walk's is 0 unless it was asked for sizes).
-        let large = outcome.as_ref().is_ok_and(|d| d.size >= LARGE_FILE);
+        let size = outcome.as_ref().map_or(0, |d| d.size);
+        run.hashed(size);
+        let large = size >= LARGE_FILE;
         if let Some(depth) = pool.depth {
             // Told at once: with dozens of readers, completions held back
             // a few at a time by each came in bursts, and the controller on
@@ -275,7 +281,8 @@ fn work<'s, 'e>(
         {
             return;
         }
-        if pool.leave() {
+        // Files claimed in a run are this thread's to hash.
+        if !run.holds() && pool.leave() {
             return;
         }
     }

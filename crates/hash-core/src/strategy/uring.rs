@@ -54,7 +54,9 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types, IoUring};
 
 use super::order::DiskOrder;
-use super::queue::{collect, guard, hash_here, own_descriptor_table, test_hook, Batch, Queue};
+use super::queue::{
+    collect, guard, hash_here, own_credentials, own_descriptor_table, test_hook, Batch, Queue, Run,
+};
 use super::threads::MAX_READERS;
 use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
@@ -282,6 +284,7 @@ fn ring_thread(
 ) {
     // Before the ring: its requests open files in this thread's table.
     own_descriptor_table();
+    own_credentials();
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
     let ring = match IoUring::new((2 * nslots) as u32) {
@@ -289,7 +292,7 @@ fn ring_thread(
         Err(_) => {
             // `available` said yes a moment ago (say, memory for the ring
             // ran out): hash this thread's share the blocking way.
-            hash_rest_blocking(queue, batch, &mut new_buffer());
+            hash_rest_blocking(queue, &mut Run::default(), batch, &mut new_buffer());
             let _ = tx.send(std::mem::take(batch));
             return;
         }
@@ -313,6 +316,7 @@ fn ring_thread(
         draining: false,
         plain_buf: None,
         limit: 2,
+        run: Run::default(),
         flags: if network {
             io_uring::squeue::Flags::ASYNC
         } else {
@@ -349,9 +353,10 @@ fn ring_thread(
     }
 }
 
-/// Hash every file nobody has taken yet, the blocking way, into `batch`.
-fn hash_rest_blocking(queue: &Queue<'_>, batch: &mut Batch, buf: &mut [u8]) {
-    while let Some(i) = queue.next() {
+/// Hash every file nobody has taken yet, and those `run` holds, the
+/// blocking way, into `batch`.
+fn hash_rest_blocking(queue: &Queue<'_>, run: &mut Run, batch: &mut Batch, buf: &mut [u8]) {
+    while let Some(i) = queue.next_in(run) {
         batch.push((i, hash(&queue.files[i].request(queue.reading, None), buf)));
     }
 }
@@ -376,6 +381,8 @@ struct Ring<'q, 'e> {
     plain_buf: Option<hasher::Buffer>,
     /// Files in flight at most, for now (see [`Ring::start_files`]).
     limit: usize,
+    /// The files claimed at once and not yet started.
+    run: Run,
     /// `IOSQE_ASYNC` on a network file system (see the module's doc).
     flags: io_uring::squeue::Flags,
 }
@@ -413,7 +420,9 @@ impl Ring<'_, '_> {
     fn start_files(&mut self, batch: &mut Batch) {
         while !self.draining && self.in_flight < self.limit && self.depth.admits(self.in_flight) {
             let Some(&s) = self.free.last() else { break };
-            let Some(i) = self.queue.next() else { break };
+            let Some(i) = self.queue.next_in(&mut self.run) else {
+                break;
+            };
             let job = &self.queue.files[i];
             test_hook(job);
             if job.follow || job.path.file_name().is_none() {
@@ -567,6 +576,9 @@ impl Ring<'_, '_> {
                 Ok(hasher::hash_opened(&opened, buf, self.queue.reading, None)?)
             })
         });
+        if res >= 0 {
+            self.run.hashed(slot.size);
+        }
         if res >= 0 && slot.size >= hasher::MAP_MIN {
             self.limit = 2;
         } else {
@@ -587,7 +599,7 @@ impl Ring<'_, '_> {
         }
         std::mem::forget(std::mem::take(&mut self.slots.0));
         let buf = self.plain_buf.get_or_insert_with(hasher::Buffer::small);
-        hash_rest_blocking(self.queue, batch, buf);
+        hash_rest_blocking(self.queue, &mut self.run, batch, buf);
         let _ = self.tx.send(std::mem::take(batch));
     }
 }
