@@ -3,7 +3,8 @@
 //!
 //! The queue is an atomic cursor over the largest-first order: taking the
 //! next file is one `fetch_add`, with no lock to contend on even for 20 k tiny
-//! files. Results go over a channel to the calling thread, the single writer,
+//! files, and a worker whose last file was small claims up to 16 at once
+//! ([`Run`]). Results go over a channel to the calling thread, the single writer,
 //! in batches: one wake-up of the writer per file cost more than hashing a
 //! 4 KiB file on a two-core machine, where the writer competes for a core.
 //!
