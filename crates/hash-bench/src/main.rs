@@ -118,6 +118,10 @@ enum Cmd {
         /// Replace the mount with a fresh one (a cold run).
         #[arg(long)]
         remount: bool,
+        /// Without --remount: first read back through the mount what the client's page
+        /// cache no longer holds (the kernel may page out idle cache on its own).
+        #[arg(long, conflicts_with = "remount")]
+        top_up: bool,
     },
     /// Check that a network location can be mounted here (sshfs, sftp-server, FUSE).
     NetCheck,
@@ -861,7 +865,12 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Warm(a) => warm(a),
         Cmd::FsCheck(a) => fs_check(a),
         Cmd::Maxrss(a) => maxrss(a),
-        Cmd::NetPrepare { work, id, remount } => net::prepare(&work, &id, remount),
+        Cmd::NetPrepare {
+            work,
+            id,
+            remount,
+            top_up,
+        } => net::prepare(&work, &id, remount, top_up),
         Cmd::NetCheck => mount::preflight().map(drop),
         Cmd::NetStop { work } => hash_bench::location::Daemon::of(&work).stop().map(drop),
         Cmd::Ceiling(a) => ceiling(a),

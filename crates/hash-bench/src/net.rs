@@ -53,11 +53,14 @@ pub fn serve(plan: &Plan, work: &Path, dataset: &str) -> Result<()> {
 /// residency record. A fresh mount holds no page of the data, by construction: it is
 /// recorded as 0 % resident without being measured, because measuring (mincore) would
 /// open every file through the mount and fill sshfs's attribute caches. Its byte
-/// counts are the proof.
-pub fn prepare(work: &Path, id: &str, fresh: bool) -> Result<()> {
+/// counts are the proof. With `top_up` (warm), what the client's page cache lost is
+/// first read back through the mount, between the counters that end the last run and
+/// those that start this one.
+pub fn prepare(work: &Path, id: &str, fresh: bool, top_up: bool) -> Result<()> {
     let plan = plan::read(work)?;
     let b = plan.benchmark(id)?;
     let daemon = Daemon::of(work);
+    let mut topped_up = 0;
     let (action, previous_end, start, residency) = if fresh {
         let end = remount(&plan, work, &b.dataset)?;
         let files = plan.dataset(&b.dataset)?.spec.files();
@@ -71,12 +74,30 @@ pub fn prepare(work: &Path, id: &str, fresh: bool) -> Result<()> {
         };
         ("remount", end, daemon.counters()?, empty)
     } else {
-        let now = daemon.counters()?;
+        let end = daemon.counters()?;
         let root = Path::new(&plan.data_root).join(&b.dataset);
-        let r = cache::residency(&cache::walk_files(&root)?)?;
-        ("none", Some(now), now, r)
+        let files = cache::walk_files(&root)?;
+        let (r, read_back) = if top_up {
+            cache::top_up(&files)?
+        } else {
+            (cache::residency(&files)?, 0)
+        };
+        // Pages read back cross the link between the last run's end and this run's
+        // start: counted for neither.
+        let start = if read_back > 0 {
+            daemon.counters()?
+        } else {
+            end
+        };
+        topped_up = read_back;
+        let action = if read_back > 0 { "top-up" } else { "none" };
+        (action, Some(end), start, r)
     };
-    ResidencySample::now(action, residency).append_to(&plan::residency_record(work, id))?;
+    ResidencySample {
+        topped_up_pages: topped_up,
+        ..ResidencySample::now(action, residency)
+    }
+    .append_to(&plan::residency_record(work, id))?;
     record(work, id, action, previous_end, start)
 }
 

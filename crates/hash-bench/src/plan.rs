@@ -808,7 +808,7 @@ pub fn build(o: &PlanOptions) -> Result<Plan> {
     let work = work_dir(&o.work_parent, &plan);
     for b in &mut plan.benchmarks {
         b.prepare = if plan.location.is_network() {
-            net_prepare_command(&hb, &work, b)
+            net_prepare_command(&hb, &work, b, plan.memory_limit_bytes.is_none())
         } else {
             prepare_command(&hb, &work, b, o.eviction, plan.memory_limit_bytes.is_none())
         };
@@ -978,8 +978,11 @@ fn network_estimate(
 }
 
 /// hyperfine's `--prepare` for `b` on a network location: a fresh mount (cold) or the
-/// link's counters only (warm), appended to the benchmark's link record.
-fn net_prepare_command(hb: &str, work: &Path, b: &PlanEntry) -> String {
+/// link's counters (warm), appended to the benchmark's link record. With `top_up`, a
+/// warm prepare first reads back through the mount what the client's page cache lost
+/// (as [`prepare_command`]'s does locally): a warm run that fetched it over the link
+/// would be flagged for moving too much.
+fn net_prepare_command(hb: &str, work: &Path, b: &PlanEntry, top_up: bool) -> String {
     let mut prep = vec![
         hb.to_string(),
         "net-prepare".into(),
@@ -988,8 +991,10 @@ fn net_prepare_command(hb: &str, work: &Path, b: &PlanEntry) -> String {
         "--id".into(),
         b.id.clone(),
     ];
-    if b.cache == Cache::Cold {
-        prep.push("--remount".into());
+    match b.cache {
+        Cache::Cold => prep.push("--remount".into()),
+        Cache::Warm if top_up => prep.push("--top-up".into()),
+        Cache::Warm => {}
     }
     sh_join(&prep)
 }
@@ -1205,7 +1210,9 @@ mod tests {
         );
         let warm = find("shards.warm.hash-serial");
         assert!(
-            warm.prepare.contains(" net-prepare ") && !warm.prepare.contains("--remount"),
+            warm.prepare.contains(" net-prepare ")
+                && !warm.prepare.contains("--remount")
+                && warm.prepare.ends_with("--top-up"),
             "{}",
             warm.prepare
         );

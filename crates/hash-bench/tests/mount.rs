@@ -366,3 +366,61 @@ fn missing_tools_are_named_with_their_package() {
         "hash-bench: sshfs is not installed (install the package sshfs)\n"
     );
 }
+
+#[test]
+fn a_warm_prepare_reads_back_through_the_mount_what_the_client_lost() {
+    // The kernel may drop a mount's cached pages between warm runs (DAMON's
+    // pageout on some guests); `residency --top-up`, a warm network run's
+    // prepare, must fetch them again over the link, so that the hashers that
+    // follow find them in the page cache and move next to nothing.
+    if let Some(why) = unable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    const SIZE: u64 = 3 << 20;
+    let t = Tree::new();
+    t.file(b"f", &pattern(SIZE as usize));
+    let dir = tempfile::tempdir().unwrap();
+    let counters = dir.path().join("counters.json");
+    let mut m = Mount::start(
+        &["--profile", "lan", "--counters", counters.to_str().unwrap()],
+        t.root(),
+    );
+    let residency = |args: &[&str]| -> hash_bench::cache::ResidencySample {
+        let out = testenv::run(Command::new(HB).arg("residency").args(args).arg(m.root()));
+        assert!(out.status.success(), "{}", show(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        std::fs::read(m.root().join("f")).unwrap().len() as u64,
+        SIZE
+    );
+    let out = testenv::run(Command::new(HB).arg("evict").arg(m.root()));
+    assert!(out.status.success(), "{}", show(&out.stderr));
+    let lost = residency(&["--json"]);
+    assert!(
+        lost.percent < 5.0,
+        "after eviction {:.1} % resident",
+        lost.percent
+    );
+    let topped = residency(&["--top-up", "--json"]);
+    assert_eq!(topped.action, "top-up");
+    assert_eq!(
+        topped.topped_up_pages,
+        lost.total_pages - lost.resident_pages
+    );
+    assert_eq!(topped.resident_pages, topped.total_pages);
+    assert_eq!(residency(&["--json"]).percent, 100.0);
+    each_binary(|env| {
+        let out = env.run(&[], &[&m.root()]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+    });
+    let status = stop(&mut m.child);
+    assert!(status.success(), "{status}: {}", m.stderr());
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&counters).unwrap()).unwrap();
+    let down = c["to_client_bytes"].as_u64().unwrap();
+    // Once for the first read, once for the top-up; the four hashers after it
+    // read the page cache (a fetch of the file by any of them would add SIZE).
+    assert!(down >= 2 * SIZE && down < 2 * SIZE + SIZE / 5, "{c}");
+}
