@@ -545,8 +545,36 @@ pub struct Request<'a> {
     /// Called (at most once per file) when the data is not in the page cache,
     /// just before a read that will wait for the disk: lets a pool put
     /// another reader to work meanwhile. `None`: nobody cares, read plainly.
-    pub on_block: Option<&'a dyn Fn(std::time::Duration)>,
+    pub on_block: Option<&'a dyn OnBlock>,
 }
+
+/// What a read that waits for the disk tells the strategy that made it
+/// ([`Request::on_block`]). A closure taking the wait is one that never
+/// asks for a probe.
+pub trait OnBlock {
+    /// A file's read waited `wait` for the disk (heard at most once a file).
+    fn waited(&self, wait: std::time::Duration);
+
+    /// Whether the next file that waits should first read one page alone, so
+    /// that its wait is the disk's latency rather than a transfer: a depth
+    /// policy that asks whether the disk seeks needs latencies (see
+    /// [`crate::inflight::SeekTest`]). A large file's first read otherwise
+    /// waits for its readahead too, which on a host whose `read_ahead_kb` is
+    /// 8 MiB took 2.4–5.3 ms on a virtio disk whose 4 KiB reads take a
+    /// fraction of one, and the disk was taken for one that seeks.
+    fn probe(&self) -> bool {
+        false
+    }
+}
+
+impl<F: Fn(std::time::Duration)> OnBlock for F {
+    fn waited(&self, wait: std::time::Duration) {
+        self(wait)
+    }
+}
+
+/// Bytes of a probe (see [`OnBlock::probe`]): one page.
+const PROBE: usize = 4096;
 
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -982,7 +1010,7 @@ pub fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],
     reading: &Reading,
-    on_block: Option<&dyn Fn(std::time::Duration)>,
+    on_block: Option<&dyn OnBlock>,
 ) -> io::Result<FileDigest> {
     // Network and FUSE files are neither mapped nor read ahead by a thread:
     // their reads tell the pool when they wait (`on_block`), which is what
@@ -1053,7 +1081,7 @@ fn read_on(
     opened: &Opened,
     buf: &mut [u8],
     reading: &Reading,
-    on_block: Option<&dyn Fn(std::time::Duration)>,
+    on_block: Option<&dyn OnBlock>,
 ) -> io::Result<FileDigest> {
     use rustix::io::{pread, preadv2, ReadWriteFlags};
     let mut nowait = on_block;
@@ -1067,11 +1095,17 @@ fn read_on(
                         // Not cached, or only briefly locked (page migration
                         // says EAGAIN too): the blocking read tells which.
                         nowait = None;
+                        // A probe reads one page of a larger file first; the
+                        // loop reads on from there.
+                        let probe = opened.size.saturating_sub(size) > PROBE as u64
+                            && buf.len() > PROBE
+                            && hook.probe();
+                        let want = if probe { PROBE } else { buf.len() };
                         let (start, slept) = (std::time::Instant::now(), sleeps());
-                        let res = pread(&opened.file, &mut *buf, size);
+                        let res = pread(&opened.file, &mut buf[..want], size);
                         let waited = start.elapsed();
                         if waited >= DISK_WAIT && sleeps() > slept {
-                            hook(waited);
+                            hook.waited(waited);
                         }
                         res
                     }
@@ -1222,6 +1256,57 @@ mod tests {
         let want: [u8; 32] = Sha256::digest(&data).into();
         assert_eq!(got.digest, want);
         assert_eq!(got.size, data.len() as u64);
+    }
+
+    /// A hook that asks for probes and counts what it hears.
+    #[derive(Default)]
+    struct Probing {
+        asked: AtomicUsize,
+    }
+
+    impl OnBlock for Probing {
+        fn waited(&self, _wait: std::time::Duration) {}
+
+        fn probe(&self) -> bool {
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+    }
+
+    #[test]
+    fn a_cold_file_read_after_a_one_page_probe_gives_the_in_memory_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        // A page and a byte (the least a probe is made for), a size that ends
+        // inside the probe's buffer, and one past several buffers.
+        for (k, size) in [PROBE + 1, 3 * PROBE + 7, 3 * READ_BUF_SIZE + 12_345]
+            .into_iter()
+            .enumerate()
+        {
+            let path = dir.path().join(format!("cold{k}"));
+            let data = noise(size, 20 + k as u64);
+            std::fs::write(&path, &data).unwrap();
+            let f = File::open(&path).unwrap();
+            f.sync_all().unwrap();
+            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            let opened = open_path(&path, false).unwrap();
+            if cached(&opened) {
+                eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
+                return;
+            }
+            let hook = Probing::default();
+            let got = read_on(
+                Running::default(),
+                &opened,
+                &mut new_buffer(),
+                &Reading::default(),
+                Some(&hook),
+            )
+            .unwrap();
+            let want: [u8; 32] = Sha256::digest(&data).into();
+            assert_eq!(got.digest, want, "{size} bytes");
+            assert_eq!(got.size, size as u64);
+            assert_eq!(hook.asked.load(Ordering::Relaxed), 1, "{size} bytes");
+        }
     }
 
     #[test]

@@ -395,7 +395,10 @@ const SEEK_SAMPLE: usize = 16;
 /// fraction of one. The lower quartile, not the median: a shared host's
 /// virtio disk sometimes stalls a few early reads (one cold run of 20,000
 /// files here saw a median of 2.61 ms and was taken for a spinning disk;
-/// others 0.22 and 0.60 ms).
+/// others 0.22 and 0.60 ms). A large file's first read would also wait for
+/// its readahead, so `hash-threads` times a one-page read alone at the start
+/// of such a file while the test wants waits ([`Shared::seek_pending`],
+/// [`crate::hasher::OnBlock::probe`]).
 const SEEK_WAIT: Duration = Duration::from_millis(2);
 
 /// Whether a disk that says it spins does seek, from how long its first

@@ -396,7 +396,7 @@ fn task(common: &Common, done: &mut Vec<(usize, Outcome)>, left: &mut bool) {
     // Under a policy, waiting reads add no task: no need to ask.
     let hook = depth
         .is_none()
-        .then_some(&blocked as &dyn Fn(std::time::Duration));
+        .then_some(&blocked as &dyn crate::hasher::OnBlock);
     let most = match depth {
         Some(d) if !d.is_fixed() => POLICY_TASK_FILES,
         _ => TASK_FILES,

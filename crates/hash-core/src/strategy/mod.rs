@@ -79,7 +79,7 @@ impl Job {
     pub fn request<'a>(
         &'a self,
         reading: &'a Reading,
-        on_block: Option<&'a dyn Fn(std::time::Duration)>,
+        on_block: Option<&'a dyn hasher::OnBlock>,
     ) -> hasher::Request<'a> {
         hasher::Request {
             path: &self.path,

@@ -26,7 +26,7 @@ use super::{
     clamp_workers, fewer_threads, no_helper, thread_builder, Def, Job, JobsArgs, Ran, Runner, Sink,
     Strategy,
 };
-use crate::hasher::{hash, new_buffer, Buffer, Reading};
+use crate::hasher::{hash, new_buffer, Buffer, OnBlock, Reading};
 use crate::inflight::{Climb, Policy, Shared};
 
 /// `hash-threads`: `-j` threads.
@@ -212,6 +212,24 @@ impl Pool<'_, '_> {
     }
 }
 
+/// A worker's reads that wait: each tells the depth policy and may add a
+/// reader; while the policy's seek test wants waits, a file that waits
+/// first reads one page alone (see [`OnBlock::probe`]).
+struct Waits<'p, F> {
+    waited: F,
+    depth: Option<&'p Shared>,
+}
+
+impl<F: Fn(std::time::Duration)> OnBlock for Waits<'_, F> {
+    fn waited(&self, wait: std::time::Duration) {
+        (self.waited)(wait)
+    }
+
+    fn probe(&self) -> bool {
+        self.depth.is_some_and(Shared::seek_pending)
+    }
+}
+
 /// Hash files from the pool's queue until it is empty (or the depth policy
 /// wants fewer readers); what is left in `batch` at the end is sent by
 /// [`guard`].
@@ -251,8 +269,12 @@ fn work<'s, 'e>(
             grow();
         }
     };
+    let waits = Waits {
+        waited,
+        depth: pool.depth,
+    };
     // Reads first try `RWF_NOWAIT` only where a wait changes something.
-    let hook = (!fixed || queue.sorts()).then_some(&waited as &dyn Fn(std::time::Duration));
+    let hook = (!fixed || queue.sorts()).then_some(&waits as &dyn OnBlock);
     batch.reserve(BATCH);
     let mut run = Run::default();
     while let Some(i) = queue.next_in(&mut run) {

@@ -350,7 +350,7 @@ impl<'a> Readers<'a> {
             if self.failed.load(Ordering::Relaxed) {
                 return;
             }
-            let read = (&mut dirs, &mut buf[..], &on_block as &dyn Fn(_));
+            let read = (&mut dirs, &mut buf[..], &on_block as &dyn hasher::OnBlock);
             if !self.answer_one(scope, &req, read, &|| !self.inbox.is_empty(), &panic_on) {
                 return;
             }
@@ -365,7 +365,7 @@ impl<'a> Readers<'a> {
         &'s self,
         scope: &'s std::thread::Scope<'s, 'a>,
         req: &Request,
-        (dirs, buf, on_block): (&mut LastDir, &mut [u8], &dyn Fn(std::time::Duration)),
+        (dirs, buf, on_block): (&mut LastDir, &mut [u8], &dyn hasher::OnBlock),
         more: &dyn Fn() -> bool,
         panic_on: &PanicHook,
     ) -> bool {
@@ -457,7 +457,7 @@ fn serve(
                 let Some(req) = readers.take_in(&mut intake) else {
                     return;
                 };
-                let read = (&mut dirs, &mut buf[..], &on_block as &dyn Fn(_));
+                let read = (&mut dirs, &mut buf[..], &on_block as &dyn hasher::OnBlock);
                 if !readers.answer_one(scope, &req, read, &|| intake.more(), &panic_on) {
                     return;
                 }
@@ -668,7 +668,7 @@ impl LastDir {
         req: &Request,
         reading: &Reading,
         buf: &mut [u8],
-        on_block: &dyn Fn(std::time::Duration),
+        on_block: &dyn hasher::OnBlock,
         hand_back: bool,
     ) -> Result<Outcome, u64> {
         let dir = parent_of(req).and_then(|p| self.dir(p));
@@ -735,7 +735,7 @@ fn hash_in(
     dir: Option<DirFd>,
     reading: &Reading,
     buf: &mut [u8],
-    on_block: &dyn Fn(std::time::Duration),
+    on_block: &dyn hasher::OnBlock,
     hand_back: bool,
 ) -> Result<Outcome, u64> {
     let job = Job {
