@@ -18,6 +18,9 @@
 //! - `map-fault`: `map` without `MAP_POPULATE`: the pages are mapped by faults as the
 //!   hasher reaches them (the kernel maps a few around each fault) rather than all at
 //!   once by the mapping call;
+//! - `map-fault-prefetch`: `map-fault`'s windows hashed a page at a time as
+//!   `map-prefetch` hashes them (a request for an unmapped page is dropped, not
+//!   faulted: the fault comes when the page is hashed);
 //! - `read`: `pread` into the buffer, hashed from there (one copy, by the kernel);
 //! - `read-thread`: a second thread `pread`s into two buffers while the first hashes.
 //!
@@ -48,6 +51,9 @@ pub enum Way {
     MapPrefetch,
     /// Mapped windows hashed in place, filled by page faults, not `MAP_POPULATE`.
     MapFault,
+    /// `MapFault`'s windows hashed as `MapPrefetch` hashes: by page faults, a page at
+    /// a time, the page four ahead requested first.
+    MapFaultPrefetch,
     /// `pread` into the buffer.
     Read,
     /// A reader thread fills two buffers while this one hashes.
@@ -106,7 +112,7 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
     let size = file.metadata()?.len();
     let mut h = Sha256::new();
     match way {
-        Way::Map | Way::MapCopy | Way::MapPrefetch | Way::MapFault => {
+        Way::Map | Way::MapCopy | Way::MapPrefetch | Way::MapFault | Way::MapFaultPrefetch => {
             let mut at = 0u64;
             while at < size {
                 let len = WINDOW.min((size - at) as usize);
@@ -115,7 +121,7 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
                 let map = unsafe {
                     let mut o = memmap2::MmapOptions::new();
                     o.offset(at).len(len);
-                    if way != Way::MapFault {
+                    if !matches!(way, Way::MapFault | Way::MapFaultPrefetch) {
                         o.populate();
                     }
                     o.map_copy_read_only(&file)
@@ -127,7 +133,9 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
                             h.update(&buf[..chunk.len()]);
                         }
                     }
-                    Way::MapPrefetch => hash_core::mapped::in_pieces(&map, |p| h.update(p)),
+                    Way::MapPrefetch | Way::MapFaultPrefetch => {
+                        hash_core::mapped::in_pieces(&map, |p| h.update(p))
+                    }
                     _ => h.update(&map[..]),
                 }
                 at += len as u64;
@@ -207,6 +215,7 @@ mod tests {
             Way::MapCopy,
             Way::MapPrefetch,
             Way::MapFault,
+            Way::MapFaultPrefetch,
             Way::Read,
             Way::ReadThread,
         ] {
