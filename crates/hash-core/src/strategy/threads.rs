@@ -263,7 +263,7 @@ fn work<'s, 'e>(
     let fixed = pool.depth.is_some_and(Shared::is_fixed);
     let waited = |wait| {
         if let Some(depth) = pool.depth {
-            depth.waited(wait, pool.readers.load(Ordering::Relaxed));
+            depth.waited_among(wait, pool.readers.load(Ordering::Relaxed));
         }
         if !fixed {
             grow();
