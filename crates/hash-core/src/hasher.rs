@@ -881,11 +881,18 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
 /// hashing it, and tearing its page table down again a few per cent more.
 /// When a core is free, a thread beside the hasher maps the windows ahead (at
 /// most two at a time) and unmaps those hashed, so the hasher only hashes
-/// (the kernel still flushes its TLB when a window is unmapped).
+/// (the kernel still flushes its TLB when a window is unmapped). A file of
+/// more than one and at most two [`AHEAD_WINDOW`]s goes to the hashing
+/// thread's [`Mapper`] instead ([`map_short`]), which outlives the file.
 fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
     use crate::mapped::{will_need, Window, WINDOW};
     let size = opened.size;
     let left = size.saturating_sub(run.size());
+    if left <= 2 * AHEAD_WINDOW as u64 && left > SHORT_WINDOW as u64 {
+        if let Some(_ahead) = spare_core(reading) {
+            return map_short(run, opened, reading);
+        }
+    }
     let Some(_ahead) = spare_core(reading).filter(|_| left > 2 * AHEAD_WINDOW as u64) else {
         return map_here(run, opened, left, WINDOW, reading).map(drop);
     };
@@ -928,6 +935,109 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
         }
         Ok(())
     })
+}
+
+/// Windows of a file of a few MiB mapped by the hashing thread's [`Mapper`].
+const SHORT_WINDOW: usize = 2 * 1024 * 1024;
+
+/// One file's windows for a [`Mapper`] to map: a duplicate of its descriptor
+/// (the hasher may close its own as soon as it stops waiting), where to start
+/// and end, and where to send each window (`None`: it could not be mapped).
+struct MapJob {
+    file: std::os::fd::OwnedFd,
+    at: u64,
+    end: u64,
+    out: std::sync::mpsc::SyncSender<Option<crate::mapped::Window>>,
+}
+
+/// A thread that maps the windows of a hashing thread's files of a few MiB
+/// ahead of it and unmaps those it hashed, kept from file to file: a thread
+/// started and joined for each file cost what its page tables saved. On a
+/// 2-vCPU AMD EPYC guest (family 25 model 17), `hash-serial` on warm 8 MiB
+/// files (`shards`) took 341.7 ms without a helper and 341.3 ms with a
+/// thread per file, 355.0 → 330.7 ms with this one; on 6 MiB files (`six`)
+/// 167.2 → 157.3 ms (interleaved rounds). It waits on its channel between
+/// files, and ends when the hashing thread does (its thread-local drops the
+/// senders) or with the process.
+struct Mapper {
+    jobs: std::sync::mpsc::Sender<MapJob>,
+    done: std::sync::mpsc::Sender<crate::mapped::Window>,
+}
+
+impl Mapper {
+    fn start() -> Option<Mapper> {
+        use crate::mapped::{will_need, Window};
+        let (jobs, job_rx) = std::sync::mpsc::channel::<MapJob>();
+        let (done, done_rx) = std::sync::mpsc::channel::<Window>();
+        crate::limits::thread_builder()
+            .spawn(move || {
+                while let Ok(job) = job_rx.recv() {
+                    let mut at = job.at;
+                    while at < job.end {
+                        done_rx.try_iter().for_each(drop);
+                        // Windows end on a multiple of their size (where huge
+                        // pages would map whole), wherever the job starts.
+                        let len = (SHORT_WINDOW - (at % SHORT_WINDOW as u64) as usize)
+                            .min((job.end - at) as usize);
+                        will_need(&job.file, at + len as u64, SHORT_WINDOW);
+                        let window = Window::map(&job.file, at, len);
+                        let failed = window.is_none();
+                        if job.out.send(window).is_err() || failed {
+                            break;
+                        }
+                        at += len as u64;
+                    }
+                    done_rx.try_iter().for_each(drop);
+                }
+            })
+            .ok()?;
+        Some(Mapper { jobs, done })
+    }
+}
+
+thread_local! {
+    static MAPPER: std::cell::RefCell<Option<Mapper>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Hash the rest of a file of a few MiB: this thread maps and hashes the first
+/// window while its [`Mapper`] maps the others.
+fn map_short(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
+    use crate::mapped::WINDOW;
+    let size = opened.size;
+    let first = SHORT_WINDOW as u64;
+    let at = run.size() + first;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let done = MAPPER.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.is_none() {
+            *m = Mapper::start();
+        }
+        let mapper = m.as_ref()?;
+        let file = opened.file.as_fd().try_clone_to_owned().ok()?;
+        mapper
+            .jobs
+            .send(MapJob {
+                file,
+                at,
+                end: size,
+                out: tx,
+            })
+            .ok()?;
+        Some(mapper.done.clone())
+    });
+    let Some(done) = done else {
+        return map_here(run, opened, size - run.size(), WINDOW, reading).map(drop);
+    };
+    if !map_here(run, opened, first, SHORT_WINDOW, reading)? {
+        return Ok(());
+    }
+    while run.size() < size {
+        let Some(window) = rx.recv().ok().flatten() else {
+            break;
+        };
+        let _ = done.send(take(run, window, opened, reading)?);
+    }
+    Ok(())
 }
 
 /// Buffers a read-ahead thread fills while the hasher hashes: one being
@@ -1256,6 +1366,42 @@ mod tests {
         let want: [u8; 32] = Sha256::digest(&data).into();
         assert_eq!(got.digest, want);
         assert_eq!(got.size, data.len() as u64);
+    }
+
+    #[test]
+    fn files_of_a_few_mib_mapped_ahead_by_one_mapper_give_the_in_memory_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::mapped::catch_sigbus();
+        // Two cores for the run, whatever this machine has, so that a core is
+        // spare for the mapper; several files on this thread, so that one
+        // mapper serves them in turn.
+        let reading = Reading::new(ReadPolicy {
+            path: DataPath::Map,
+            ..ReadPolicy::default()
+        });
+        reading.set_cores(2);
+        let sizes = [
+            SHORT_WINDOW + 1,
+            2 * SHORT_WINDOW,
+            5 * SHORT_WINDOW / 2 + 12_345,
+            2 * AHEAD_WINDOW,
+        ];
+        for (k, size) in sizes.into_iter().enumerate() {
+            let data = noise(size, 40 + k as u64);
+            let path = dir.path().join(format!("m{k}"));
+            std::fs::write(&path, &data).unwrap();
+            let opened = open_path(&path, false).unwrap();
+            let mut run = Running::default();
+            map_rest(&mut run, &opened, &reading).unwrap();
+            let got = read_on(run, &opened, &mut new_buffer(), &reading, None).unwrap();
+            let want: [u8; 32] = Sha256::digest(&data).into();
+            assert_eq!(got.digest, want, "{size} bytes");
+            assert_eq!(got.size, size as u64);
+        }
+        assert!(
+            MAPPER.with(|m| m.borrow().is_some()),
+            "a mapper was started"
+        );
     }
 
     /// A hook that asks for probes and counts what it hears.
