@@ -1348,20 +1348,28 @@ mod tests {
         }
     }
 
+    /// `data` written to `path`, evicted from the page cache and opened;
+    /// `None` (said on stderr) where the filesystem keeps evicted pages.
+    fn evicted(path: &Path, data: &[u8]) -> Option<Opened> {
+        std::fs::write(path, data).unwrap();
+        let f = File::open(path).unwrap();
+        f.sync_all().unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        let opened = open_path(path, false).unwrap();
+        if cached(&opened) {
+            eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
+            return None;
+        }
+        Some(opened)
+    }
+
     #[test]
     fn a_cold_large_file_is_read_and_gives_the_in_memory_digest() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cold");
         let data = noise(3 * 1024 * 1024 + 5, 11);
-        std::fs::write(&path, &data).unwrap();
-        let f = File::open(&path).unwrap();
-        f.sync_all().unwrap();
-        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-        let opened = open_path(&path, false).unwrap();
-        if cached(&opened) {
-            eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
+        let Some(opened) = evicted(&dir.path().join("cold"), &data) else {
             return;
-        }
+        };
         let got = hash_opened(&opened, &mut new_buffer(), &Reading::default(), None).unwrap();
         let want: [u8; 32] = Sha256::digest(&data).into();
         assert_eq!(got.digest, want);
@@ -1428,17 +1436,10 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let path = dir.path().join(format!("cold{k}"));
             let data = noise(size, 20 + k as u64);
-            std::fs::write(&path, &data).unwrap();
-            let f = File::open(&path).unwrap();
-            f.sync_all().unwrap();
-            rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-            let opened = open_path(&path, false).unwrap();
-            if cached(&opened) {
-                eprintln!("skipped: this filesystem keeps evicted pages (tmpfs?)");
+            let Some(opened) = evicted(&dir.path().join(format!("cold{k}")), &data) else {
                 return;
-            }
+            };
             let hook = Probing::default();
             let got = read_on(
                 Running::default(),
