@@ -346,15 +346,33 @@ mod tests {
         got
     }
 
+    /// A worker's loop: take files with `take` (each hashed as 3 KiB, so
+    /// runs may follow) until the queue is empty, and send a batch each
+    /// `every` files. A worker's files must come in the plan's order: the
+    /// queue's cursor only moves forward, a run included.
+    fn take_all(
+        queue: &Queue<'_>,
+        tx: &mpsc::Sender<Batch>,
+        batch: &mut Batch,
+        every: usize,
+        take: impl Fn(&Queue<'_>, &mut Run) -> Option<usize>,
+    ) {
+        let (mut run, mut last) = (Run::default(), None);
+        while let Some(i) = take(queue, &mut run) {
+            assert!(last < Some(i), "file {i} handed out after {last:?}");
+            last = Some(i);
+            run.hashed(3 * 1024);
+            batch.push((i, Ok(DONE)));
+            if batch.len() == every {
+                tx.send(std::mem::take(batch)).unwrap();
+            }
+        }
+    }
+
     #[test]
     fn every_file_is_reported_once() {
         let got = run(50, |queue, tx, batch| {
-            while let Some(i) = queue.next() {
-                batch.push((i, Ok(DONE)));
-                if batch.len() == 3 {
-                    tx.send(std::mem::take(batch)).unwrap();
-                }
-            }
+            take_all(queue, tx, batch, 3, |queue, _| queue.next());
         });
         let want: Vec<_> = (0..50).map(|i| (i, "ok 1".to_owned())).collect();
         assert_eq!(got, want);
@@ -412,14 +430,7 @@ mod tests {
         // Two workers claiming runs of small files: together they take
         // every file once, each run in the plan's order.
         let got = run(5_000, |queue, tx, batch| {
-            let mut run = Run::default();
-            while let Some(i) = queue.next_in(&mut run) {
-                run.hashed(3 * 1024);
-                batch.push((i, Ok(DONE)));
-                if batch.len() == 7 {
-                    tx.send(std::mem::take(batch)).unwrap();
-                }
-            }
+            take_all(queue, tx, batch, 7, |queue, run| queue.next_in(run));
         });
         let want: Vec<_> = (0..5_000).map(|i| (i, "ok 1".to_owned())).collect();
         assert_eq!(got, want);
