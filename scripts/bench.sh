@@ -26,8 +26,8 @@ Sweeps:
                    mixed (model-like tree, ~1 GiB), empty (an empty directory, warm
                    only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
                    ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
-                   over 4 s), Python 3 / 2 (pure-Python work: warm only). About 29
-                   minutes on 2 vCPUs by the plan's estimate (33 with rhash, hashdeep
+                   over 4 s), Python 3 / 2 (pure-Python work: warm only). About 32
+                   minutes on 2 vCPUs by the plan's estimate (35 with rhash, hashdeep
                    and b3sum installed), plus ~30 s to generate the data the first
                    time (3.6 GiB on disk). The plan step prints its estimate.
   --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with
@@ -90,7 +90,10 @@ How it measures:
     read back first). A cold run that started more than 5 % resident, or a warm one
     below 95 %, is kept but flagged invalid in the results and the table.
   * Peak RSS comes from one untimed run right before hyperfine (hash-bench maxrss;
-    evicted first when cold), which is also the warm-up run.
+    evicted first when cold), which is also the warm-up run. Locally, a warm benchmark
+    first evicts its dataset and runs its command once more, untimed: how a file
+    entered the page cache sets its folio sizes, which move mapped reads by ~6 %, so
+    each program is timed warm in the state its own first run left.
   * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
   * Rows raced besides the hashers and peers (see results/README.md):

@@ -131,3 +131,98 @@ fn race_runs_each_benchmark_once_and_resumes() {
     assert_eq!(calls.lines().count(), benchmarks.len() + 1);
     assert_eq!(out.matches("\n[").count(), 1, "{out}");
 }
+
+/// A program's first warm benchmark of a dataset evicts it and runs its own command once,
+/// so its warm runs find the page cache as the program's own first run left it; then what
+/// is missing is read back before the untimed peak-RSS run. Its next job counts follow on
+/// that state.
+#[test]
+fn a_warm_benchmark_starts_with_its_own_cold_run() {
+    let t = common::disk_tempdir();
+    let bins = t.path().join("bin");
+    std::fs::create_dir(&bins).unwrap();
+    // Stand-in hashers that read nothing and log what was resident when they started.
+    let log = t.path().join("calls.log");
+    let names = ok(Command::new(HB).arg("strategies"));
+    for h in names.lines() {
+        script(
+            &bins.join(h),
+            &format!(
+                "#!/bin/sh\necho \"{h} $* $('{HB}' residency smoke)\" >> '{}'\n",
+                log.display()
+            ),
+        );
+    }
+    let hyperfine = t.path().join("hyperfine");
+    script(
+        &hyperfine,
+        "#!/bin/sh\nwhile [ \"$1\" != --export-json ]; do shift; done\n\
+         echo '{\"results\": []}' > \"$2\"\n",
+    );
+    let data = t.path().join("data");
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    let work = ok(Command::new(HB)
+        .args([
+            "plan",
+            "--sweep",
+            "smoke",
+            "--datasets",
+            "smoke",
+            "--no-cold",
+        ])
+        .args(["--peers", "none", "--no-python", "--jobs", "2"])
+        .arg("--specs-dir")
+        .arg(&specs)
+        .arg("--data-root")
+        .arg(&data)
+        .arg("--bin-dir")
+        .arg(&bins)
+        .arg("--work-parent")
+        .arg(t.path().join("w")));
+    let work = Path::new(work.trim_end());
+    ok(Command::new(HB).arg("gen").arg("--work").arg(work));
+    ok(Command::new(HB)
+        .arg("race")
+        .arg("--work")
+        .arg(work)
+        .arg("--hyperfine")
+        .arg(&hyperfine));
+
+    let plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.join("plan.json")).unwrap()).unwrap();
+    let benchmarks = plan["benchmarks"].as_array().unwrap();
+    let stand_in = |c: &str| {
+        names
+            .lines()
+            .any(|h| c.ends_with(&format!("/{h}")) || c.contains(&format!("/{h} ")))
+    };
+    // Per stand-in benchmark in plan order: its own cold run on evicted data when the
+    // benchmark before it was another program's, then the peak-RSS run on data read
+    // back.
+    let mut expected = Vec::new();
+    let mut own_runs = 0;
+    for (i, b) in benchmarks.iter().enumerate() {
+        let command = b["command"].as_str().unwrap();
+        if !stand_in(command) {
+            continue;
+        }
+        let command = command.rsplit('/').next().unwrap().to_string();
+        if i == 0 || benchmarks[i - 1]["program"] != b["program"] {
+            expected.push((command.clone(), "0.0 % resident"));
+            own_runs += 1;
+        }
+        expected.push((command, "100.0 % resident"));
+    }
+    assert!(own_runs >= 4 && expected.len() > own_runs, "{expected:?}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    // (The plan asked each for its version first.)
+    let calls: Vec<&str> = calls.lines().filter(|c| !c.contains("--version")).collect();
+    assert_eq!(calls.len(), expected.len(), "{calls:#?}");
+    for (call, (command, resident)) in calls.iter().zip(&expected) {
+        assert!(
+            call.starts_with(command.as_str()),
+            "{call:?} is not {command:?}"
+        );
+        assert!(call.contains(resident), "{call:?}: expected {resident}");
+    }
+}
