@@ -996,7 +996,11 @@ impl Mapper {
 }
 
 thread_local! {
-    static MAPPER: std::cell::RefCell<Option<Mapper>> = const { std::cell::RefCell::new(None) };
+    /// This thread's [`Mapper`]: `None` until its first file of a few MiB,
+    /// then the mapper, or `Some(None)` if the thread could not be started
+    /// (not tried again: its files are mapped by the hasher alone).
+    static MAPPER: std::cell::RefCell<Option<Option<Mapper>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Hash the rest of a file of a few MiB: this thread maps and hashes the first
@@ -1009,10 +1013,7 @@ fn map_short(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Resul
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let done = MAPPER.with(|m| {
         let mut m = m.borrow_mut();
-        if m.is_none() {
-            *m = Mapper::start();
-        }
-        let mapper = m.as_ref()?;
+        let mapper = m.get_or_insert_with(Mapper::start).as_ref()?;
         let file = opened.file.as_fd().try_clone_to_owned().ok()?;
         mapper
             .jobs
