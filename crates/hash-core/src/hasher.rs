@@ -879,86 +879,56 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
 ///
 /// Filling a window's page-table entries (`MAP_POPULATE`) costs ~10 % of
 /// hashing it, and tearing its page table down again a few per cent more.
-/// When a core is free, a thread beside the hasher maps the windows ahead (at
-/// most two at a time) and unmaps those hashed, so the hasher only hashes
-/// (the kernel still flushes its TLB when a window is unmapped). A file of
-/// more than one and at most two [`AHEAD_WINDOW`]s goes to the hashing
-/// thread's [`Mapper`] instead ([`map_short`]), which outlives the file.
+/// When a core is free and more than one [`SHORT_WINDOW`] is left, the hashing
+/// thread's [`Mapper`] maps the windows ahead and unmaps those hashed, so the
+/// hasher only hashes (the kernel still flushes its TLB when a window is
+/// unmapped): windows of [`SHORT_WINDOW`] for a file of at most two
+/// [`AHEAD_WINDOW`]s, of [`WINDOW`](crate::mapped::WINDOW) beyond.
 fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
-    use crate::mapped::{will_need, Window, WINDOW};
-    let size = opened.size;
-    let left = size.saturating_sub(run.size());
-    if left <= 2 * AHEAD_WINDOW as u64 && left > SHORT_WINDOW as u64 {
+    use crate::mapped::WINDOW;
+    let left = opened.size.saturating_sub(run.size());
+    if left > SHORT_WINDOW as u64 {
         if let Some(_ahead) = spare_core(reading) {
-            return map_short(run, opened, reading);
+            let window = if left <= 2 * AHEAD_WINDOW as u64 {
+                SHORT_WINDOW
+            } else {
+                WINDOW
+            };
+            return map_ahead(run, opened, window, reading);
         }
     }
-    let Some(_ahead) = spare_core(reading).filter(|_| left > 2 * AHEAD_WINDOW as u64) else {
-        return map_here(run, opened, left, WINDOW, reading).map(drop);
-    };
-    std::thread::scope(|scope| {
-        // Capacity 1: one window hashed, one ready, one being mapped.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window>>(1);
-        // Hashed windows come back to be unmapped, never blocking the hasher.
-        // The helper empties this before mapping each window, by when the
-        // hasher has sent back all but the two before it: at most three
-        // windows (24 MiB) are mapped at once, as before it unmapped them.
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<Window>();
-        let file = &opened.file;
-        let mut at = run.size();
-        let ahead = crate::limits::thread_builder().spawn_scoped(scope, move || {
-            while at < size {
-                done_rx.try_iter().for_each(drop);
-                let len = AHEAD_WINDOW.min((size - at) as usize);
-                will_need(file, at + len as u64, WINDOW);
-                let window = Window::map(file, at, len);
-                let failed = window.is_none();
-                if tx.send(window).is_err() || failed {
-                    return;
-                }
-                at += len as u64;
-            }
-            // Until the hasher is done with the last window.
-            done_rx.iter().for_each(drop);
-        });
-        if ahead.is_err() {
-            // No thread to spare: this one maps the windows too.
-            return map_here(run, opened, left, WINDOW, reading).map(drop);
-        }
-        while run.size() < size {
-            // A window that could not be mapped: the rest is read later.
-            let Some(window) = rx.recv().ok().flatten() else {
-                break;
-            };
-            // With the helper gone, the window is unmapped here instead.
-            let _ = done_tx.send(take(run, window, opened, reading)?);
-        }
-        Ok(())
-    })
+    map_here(run, opened, left, WINDOW, reading).map(drop)
 }
 
-/// Windows of a file of a few MiB mapped by the hashing thread's [`Mapper`].
+/// Windows of a file of a few MiB mapped by the hashing thread's [`Mapper`],
+/// and the first window of every file it maps, which the hasher maps itself.
 const SHORT_WINDOW: usize = 2 * 1024 * 1024;
 
 /// One file's windows for a [`Mapper`] to map: a duplicate of its descriptor
 /// (the hasher may close its own as soon as it stops waiting), where to start
-/// and end, and where to send each window (`None`: it could not be mapped).
+/// and end, the windows' size, and where to send each window (`None`: it
+/// could not be mapped).
 struct MapJob {
     file: std::os::fd::OwnedFd,
     at: u64,
     end: u64,
+    window: usize,
     out: std::sync::mpsc::SyncSender<Option<crate::mapped::Window>>,
 }
 
-/// A thread that maps the windows of a hashing thread's files of a few MiB
-/// ahead of it and unmaps those it hashed, kept from file to file: a thread
-/// started and joined for each file cost what its page tables saved. On a
+/// A thread that maps the windows of a hashing thread's files ahead of it
+/// and unmaps those it hashed, kept from file to file: for files of a few
+/// MiB, a thread started and joined for each file cost what its page tables
+/// saved. With the sending channel's room for one, at most three windows
+/// are mapped at once: one hashed, one ready, one being mapped. On a
 /// 2-vCPU AMD EPYC guest (family 25 model 17), `hash-serial` on warm 8 MiB
 /// files (`shards`) took 341.7 ms without a helper and 341.3 ms with a
 /// thread per file, 355.0 → 330.7 ms with this one; on 6 MiB files (`six`)
 /// 167.2 → 157.3 ms (interleaved rounds). It waits on its channel between
 /// files, and ends when the hashing thread does (its thread-local drops the
-/// senders) or with the process.
+/// senders) or with the process. The last windows of a file come back after
+/// its job has ended: they are unmapped when the next job starts, or when the
+/// thread ends.
 struct Mapper {
     jobs: std::sync::mpsc::Sender<MapJob>,
     done: std::sync::mpsc::Sender<crate::mapped::Window>,
@@ -977,9 +947,9 @@ impl Mapper {
                         done_rx.try_iter().for_each(drop);
                         // Windows end on a multiple of their size (where huge
                         // pages would map whole), wherever the job starts.
-                        let len = (SHORT_WINDOW - (at % SHORT_WINDOW as u64) as usize)
+                        let len = (job.window - (at % job.window as u64) as usize)
                             .min((job.end - at) as usize);
-                        will_need(&job.file, at + len as u64, SHORT_WINDOW);
+                        will_need(&job.file, at + len as u64, job.window);
                         let window = Window::map(&job.file, at, len);
                         let failed = window.is_none();
                         if job.out.send(window).is_err() || failed {
@@ -1003,9 +973,15 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Hash the rest of a file of a few MiB: this thread maps and hashes the first
-/// window while its [`Mapper`] maps the others.
-fn map_short(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
+/// Hash the rest of a file: this thread maps and hashes the first
+/// [`SHORT_WINDOW`] while its [`Mapper`] maps the others, `window` bytes at a
+/// time.
+fn map_ahead(
+    run: &mut Running,
+    opened: &Opened,
+    window: usize,
+    reading: &Reading,
+) -> io::Result<()> {
     use crate::mapped::WINDOW;
     let size = opened.size;
     let first = SHORT_WINDOW as u64;
@@ -1021,6 +997,7 @@ fn map_short(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Resul
                 file,
                 at,
                 end: size,
+                window,
                 out: tx,
             })
             .ok()?;
@@ -1033,10 +1010,11 @@ fn map_short(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Resul
         return Ok(());
     }
     while run.size() < size {
-        let Some(window) = rx.recv().ok().flatten() else {
+        // A window that could not be mapped: the rest is read later.
+        let Some(mapped) = rx.recv().ok().flatten() else {
             break;
         };
-        let _ = done.send(take(run, window, opened, reading)?);
+        let _ = done.send(take(run, mapped, opened, reading)?);
     }
     Ok(())
 }
@@ -1404,7 +1382,7 @@ mod tests {
     }
 
     #[test]
-    fn files_of_a_few_mib_mapped_ahead_by_one_mapper_give_the_in_memory_digest() {
+    fn files_mapped_ahead_by_one_mapper_give_the_in_memory_digest() {
         let dir = tempfile::tempdir().unwrap();
         crate::mapped::catch_sigbus();
         // Two cores for the run, whatever this machine has, so that a core is
@@ -1420,6 +1398,9 @@ mod tests {
             2 * SHORT_WINDOW,
             5 * SHORT_WINDOW / 2 + 12_345,
             2 * AHEAD_WINDOW,
+            // Beyond two windows ahead: windows of `WINDOW`.
+            2 * AHEAD_WINDOW + PROBE + 7,
+            3 * AHEAD_WINDOW + SHORT_WINDOW / 2,
         ];
         for (k, size) in sizes.into_iter().enumerate() {
             let data = noise(size, 40 + k as u64);
