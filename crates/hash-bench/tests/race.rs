@@ -6,7 +6,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const HB: &str = env!("CARGO_BIN_EXE_hash-bench");
@@ -24,6 +24,44 @@ fn ok(cmd: &mut Command) -> String {
 fn script(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A stand-in hyperfine at `path` that writes an empty 1.x export, and logs its working
+/// directory and arguments to `log` when given.
+fn fake_hyperfine(path: &Path, log: Option<&Path>) {
+    let log = log
+        .map(|l| format!("echo \"$(pwd) $*\" >> '{}'\n", l.display()))
+        .unwrap_or_default();
+    script(
+        path,
+        &format!(
+            "#!/bin/sh\n{log}while [ \"$1\" != --export-json ]; do shift; done\n\
+             echo '{{\"results\": []}}' > \"$2\"\n"
+        ),
+    );
+}
+
+/// `hash-bench plan` of the smoke sweep with `args` (datasets, cache states), the hashers
+/// in `bins`, no peers or Python, `-j 2`, the data under `root/data`; then `gen`. The work
+/// directory and the data root.
+fn smoke_plan(root: &Path, bins: &Path, args: &[&str]) -> (PathBuf, PathBuf) {
+    let data = root.join("data");
+    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
+    let work = ok(Command::new(HB)
+        .args(["plan", "--sweep", "smoke"])
+        .args(args)
+        .args(["--peers", "none", "--no-python", "--jobs", "2"])
+        .arg("--specs-dir")
+        .arg(&specs)
+        .arg("--data-root")
+        .arg(&data)
+        .arg("--bin-dir")
+        .arg(bins)
+        .arg("--work-parent")
+        .arg(root.join("w")));
+    let work = PathBuf::from(work.trim_end());
+    ok(Command::new(HB).arg("gen").arg("--work").arg(&work));
+    (work, data)
 }
 
 #[test]
@@ -61,29 +99,9 @@ fn race_runs_each_benchmark_once_and_resumes() {
     // hyperfine: log the working directory and arguments, write a 1.x export.
     let log = t.path().join("hyperfine.log");
     let hyperfine = t.path().join("hyperfine");
-    script(
-        &hyperfine,
-        &format!(
-            "#!/bin/sh\necho \"$(pwd) $*\" >> '{}'\nwhile [ \"$1\" != --export-json ]; do shift; done\n\
-             echo '{{\"results\": []}}' > \"$2\"\n",
-            log.display()
-        ),
-    );
-    let data = t.path().join("data");
-    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
-    let work = ok(Command::new(HB)
-        .args(["plan", "--sweep", "smoke", "--datasets", "empty"])
-        .args(["--peers", "none", "--no-python", "--jobs", "2"])
-        .arg("--specs-dir")
-        .arg(&specs)
-        .arg("--data-root")
-        .arg(&data)
-        .arg("--bin-dir")
-        .arg(&bins)
-        .arg("--work-parent")
-        .arg(t.path().join("w")));
-    let work = Path::new(work.trim_end());
-    ok(Command::new(HB).arg("gen").arg("--work").arg(work));
+    fake_hyperfine(&hyperfine, Some(&log));
+    let (work, data) = smoke_plan(t.path(), &bins, &["--datasets", "empty"]);
+    let work = work.as_path();
     assert!(data.join("empty").is_dir());
 
     let plan: serde_json::Value =
@@ -154,33 +172,9 @@ fn a_warm_benchmark_starts_with_its_own_cold_run() {
         );
     }
     let hyperfine = t.path().join("hyperfine");
-    script(
-        &hyperfine,
-        "#!/bin/sh\nwhile [ \"$1\" != --export-json ]; do shift; done\n\
-         echo '{\"results\": []}' > \"$2\"\n",
-    );
-    let data = t.path().join("data");
-    let specs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets");
-    let work = ok(Command::new(HB)
-        .args([
-            "plan",
-            "--sweep",
-            "smoke",
-            "--datasets",
-            "smoke",
-            "--no-cold",
-        ])
-        .args(["--peers", "none", "--no-python", "--jobs", "2"])
-        .arg("--specs-dir")
-        .arg(&specs)
-        .arg("--data-root")
-        .arg(&data)
-        .arg("--bin-dir")
-        .arg(&bins)
-        .arg("--work-parent")
-        .arg(t.path().join("w")));
-    let work = Path::new(work.trim_end());
-    ok(Command::new(HB).arg("gen").arg("--work").arg(work));
+    fake_hyperfine(&hyperfine, None);
+    let (work, _) = smoke_plan(t.path(), &bins, &["--datasets", "smoke", "--no-cold"]);
+    let work = work.as_path();
     ok(Command::new(HB)
         .arg("race")
         .arg("--work")
