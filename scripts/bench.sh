@@ -90,10 +90,11 @@ How it measures:
     read back first). A cold run that started more than 5 % resident, or a warm one
     below 95 %, is kept but flagged invalid in the results and the table.
   * Peak RSS comes from one untimed run right before hyperfine (hash-bench maxrss;
-    evicted first when cold), which is also the warm-up run. Locally, a warm benchmark
-    first evicts its dataset and runs its command once more, untimed: how a file
-    entered the page cache sets its folio sizes, which move mapped reads by ~6 %, so
-    each program is timed warm in the state its own first run left.
+    evicted first when cold), which is also the warm-up run. Locally, a program's
+    first warm benchmark of a dataset is preceded by one more untimed run, on the
+    dataset evicted: how a file entered the page cache sets its folio sizes, which
+    moved warm runs by 5-12 % here (mapped and copied alike), so each program is
+    timed warm in the state its own first run left.
   * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
   * Rows raced besides the hashers and peers (see results/README.md):

@@ -273,6 +273,13 @@ pub struct PlanEntry {
     pub prepare: String,
     /// Estimated wall time of this benchmark (all runs, prepares, RSS run), seconds.
     pub estimate_s: f64,
+    /// A warm benchmark, on a local disk without a memory limit, of a program that reads
+    /// the dataset's bytes: the race runs its command once cold before it, unless the
+    /// benchmark the race ran just before was the same program's on the same data (see
+    /// `race::own_cold_run`). Set per entry here so that the plan's estimate and the
+    /// race follow one rule.
+    #[serde(default)]
+    pub own_cold_run: bool,
 }
 
 /// A whole sweep's plan (`plan.json`).
@@ -895,12 +902,14 @@ fn entries(
                 for (i, (j, default_jobs)) in variants.into_iter().enumerate() {
                     let argv = p.argv(j, d, &spec_path, &shape.script, shape.cores)?;
                     let mut b = entry(p, d, cache, (j, default_jobs), argv, shape);
-                    if i == 0
-                        && cache == Cache::Warm
+                    // Folios are what the cold run shapes: none without data, and the
+                    // ceilings never read the dataset.
+                    b.own_cold_run = cache == Cache::Warm
                         && shape.link.is_none()
                         && !shape.memory_limited
-                    {
-                        // The program's own cold run (see `race::own_cold_run`).
+                        && d.bytes > 0
+                        && !matches!(p.invocation, Invocation::Ceiling { .. });
+                    if i == 0 && b.own_cold_run {
                         b.estimate_s += ESTIMATE_FACTOR
                             * (p.exec_estimate(j, Cache::Cold, d, shape.cores)
                                 + prepare_estimate(Cache::Cold, d));
@@ -966,6 +975,7 @@ fn entry(
         argv,
         prepare: String::new(),
         estimate_s: estimate,
+        own_cold_run: false,
     }
 }
 

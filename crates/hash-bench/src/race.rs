@@ -3,11 +3,12 @@
 //!
 //! Per benchmark, as docs/benchmark.md describes:
 //!
-//! 1. warm runs: evict the dataset and run the command once, untimed (so the page cache
-//!    holds the data as the program's own first run left it; not on a network, whose
-//!    client cache has its own rules), then read in what is still missing and require
-//!    the plan's residency floor ([`crate::plan::WARM_MIN_RESIDENT_PERCENT`], recorded in
-//!    the plan);
+//! 1. warm runs: for a program's first warm benchmark of a dataset, evict the dataset and
+//!    run the command once, untimed, so that the page cache holds the data as the
+//!    program's own first run left it (locally, without a memory limit, for programs
+//!    that read the data: [`PlanEntry::own_cold_run`]); then read in what is still
+//!    missing and require the plan's residency floor
+//!    ([`crate::plan::WARM_MIN_RESIDENT_PERCENT`], recorded in the plan);
 //! 2. one untimed peak-RSS run, which is also the warm-up: `hash-bench maxrss --work
 //!    --id` in a process of its own, because it reads `getrusage(RUSAGE_CHILDREN)`, which
 //!    must not include this process's earlier children (hyperfine);
@@ -88,9 +89,10 @@ pub fn race(work: &Path, hash_bench: &Path, hyperfine: &OsStr) -> Result<()> {
 
 /// Ready the data for the untimed run of `b`: warm it in (through the mount on a
 /// network), or evict it when a memory limit makes warm mean "what the cgroup kept".
-/// Locally, unless the benchmark before it in this race was the same program's on the
-/// same warm data (another job count, whose runs read the cache without reshaping it),
-/// the program's own cold run comes first.
+/// Where the plan asks for it (`own_cold_run`), the program's own cold run comes first,
+/// unless the benchmark this race ran just before was the same program's on the same warm
+/// data (another job count, whose runs read the cache without reshaping it). A resumed
+/// race starts with one.
 fn ready(plan: &Plan, work: &Path, b: &PlanEntry, before: Option<&PlanEntry>) -> Result<()> {
     let data = Path::new(&plan.data_root).join(&b.dataset);
     if plan.location.is_network() && b.cache == Cache::Warm {
@@ -101,7 +103,7 @@ fn ready(plan: &Plan, work: &Path, b: &PlanEntry, before: Option<&PlanEntry>) ->
             let same = before.is_some_and(|a| {
                 (a.cache, &a.dataset, &a.program) == (b.cache, &b.dataset, &b.program)
             });
-            if !plan.location.is_network() && !same {
+            if b.own_cold_run && !same {
                 own_cold_run(plan, b, &data)?;
             }
             warm(std::slice::from_ref(&data), plan.warm_min_resident_percent)
@@ -122,26 +124,40 @@ fn ready(plan: &Plan, work: &Path, b: &PlanEntry, before: Option<&PlanEntry>) ->
 /// How a file entered the cache decides the size of its folios, and a mapped window's
 /// page-table work is per folio: on the AMD EPYC guest of family 25 model 17,
 /// `hash-threads` took 178 ms on warm `shards` after `hash-bench warm` had read it back
-/// (1 MiB reads leave 4-64 KiB folios) and 167 ms after its own cold run (1-2 MiB
+/// (1 MiB reads leave 4-64 KiB folios) and 167 ms after its own cold run (mostly 1-2 MiB
 /// folios); `rhash` took 376 and 357 ms.
 fn own_cold_run(plan: &Plan, b: &PlanEntry, data: &Path) -> Result<()> {
-    cache::evict(&cache::walk_files(data)?, plan.eviction)?;
+    let left = cache::evict(&cache::walk_files(data)?, plan.eviction)?;
+    if left.percent() > plan.cold_max_resident_percent {
+        println!(
+            "note: {:.1} % of {} stayed resident after eviction: {}'s first run is not cold",
+            left.percent(),
+            b.dataset,
+            b.program
+        );
+    }
     let (program, args) = b
         .argv
         .split_first()
         .with_context(|| format!("{}: an empty command", b.id))?;
-    let status = Command::new(program)
+    let out = Command::new(program)
         .args(args)
         .current_dir(&plan.data_root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+        .stderr(Stdio::piped())
+        .output()
         .with_context(|| format!("running {program}"))?;
-    if !status.success() {
+    if !out.status.success() {
+        // The last lines the program wrote say why.
+        let err = String::from_utf8_lossy(&out.stderr);
+        let mut tail: Vec<&str> = err.lines().rev().take(5).collect();
+        tail.reverse();
         bail!(
-            "{}: the cold run before the warm runs failed ({status})",
-            b.id
+            "{}: the cold run before the warm runs failed ({}){}",
+            b.id,
+            out.status,
+            tail.iter().map(|l| format!("\n  {l}")).collect::<String>()
         );
     }
     Ok(())

@@ -175,12 +175,15 @@ fn a_warm_benchmark_starts_with_its_own_cold_run() {
     fake_hyperfine(&hyperfine, None);
     let (work, _) = smoke_plan(t.path(), &bins, &["--datasets", "smoke", "--no-cold"]);
     let work = work.as_path();
-    ok(Command::new(HB)
-        .arg("race")
-        .arg("--work")
-        .arg(work)
-        .arg("--hyperfine")
-        .arg(&hyperfine));
+    let race = || {
+        ok(Command::new(HB)
+            .arg("race")
+            .arg("--work")
+            .arg(work)
+            .arg("--hyperfine")
+            .arg(&hyperfine))
+    };
+    race();
 
     let plan: serde_json::Value =
         serde_json::from_slice(&std::fs::read(work.join("plan.json")).unwrap()).unwrap();
@@ -202,10 +205,10 @@ fn a_warm_benchmark_starts_with_its_own_cold_run() {
         }
         let command = command.rsplit('/').next().unwrap().to_string();
         if i == 0 || benchmarks[i - 1]["program"] != b["program"] {
-            expected.push((command.clone(), "0.0 % resident"));
+            expected.push((command.clone(), ": 0.0 % resident"));
             own_runs += 1;
         }
-        expected.push((command, "100.0 % resident"));
+        expected.push((command, ": 100.0 % resident"));
     }
     assert!(own_runs >= 4 && expected.len() > own_runs, "{expected:?}");
     let calls = std::fs::read_to_string(&log).unwrap();
@@ -217,6 +220,35 @@ fn a_warm_benchmark_starts_with_its_own_cold_run() {
             call.starts_with(command.as_str()),
             "{call:?} is not {command:?}"
         );
+        assert!(call.contains(resident), "{call:?}: expected {resident}");
+    }
+
+    // Resumed at a second job count: the race's first benchmark makes its own cold run,
+    // even though an uninterrupted race follows on the first job count's state.
+    let (_, second) = benchmarks
+        .iter()
+        .enumerate()
+        .find(|(i, b)| {
+            *i > 0
+                && stand_in(b["command"].as_str().unwrap())
+                && benchmarks[i - 1]["program"] == b["program"]
+        })
+        .expect("a program with two job counts");
+    let id = second["id"].as_str().unwrap();
+    std::fs::remove_file(work.join("raw").join(format!("{id}.hyperfine.json"))).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    race();
+    let command = second["command"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    for (call, resident) in calls.iter().zip([": 0.0 % resident", ": 100.0 % resident"]) {
+        assert!(call.starts_with(command), "{call:?} is not {command:?}");
         assert!(call.contains(resident), "{call:?}: expected {resident}");
     }
 }
