@@ -27,7 +27,7 @@ Sweeps:
                    only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
                    ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
                    over 4 s), Python 3 / 2 (pure-Python work: warm only). About 32
-                   minutes on 2 vCPUs by the plan's estimate (35 with rhash, hashdeep
+                   minutes on 2 vCPUs by the plan's estimate (34 with rhash, hashdeep
                    and b3sum installed), plus ~30 s to generate the data the first
                    time (3.6 GiB on disk). The plan step prints its estimate.
   --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with

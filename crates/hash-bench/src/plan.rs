@@ -1352,7 +1352,7 @@ mod tests {
         find("empty.warm.hash-procs-jdefault");
 
         // The default sweep with every peer, Python (both kinds of work), and
-        // hash-async's two io modes: the model says ~35 minutes on 2 vCPUs with every
+        // hash-async's two io modes: the model says ~34 minutes on 2 vCPUs with every
         // peer installed (~32 with sha256sum alone), each warm program's own cold run
         // included; pysum's verification is ~1 minute.
         let bins = tempfile::tempdir().unwrap();

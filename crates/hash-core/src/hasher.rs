@@ -703,12 +703,13 @@ impl Drop for Hashing<'_> {
     }
 }
 
-/// Windows mapped ahead by the read-ahead thread, and the least a file has
-/// left for a helper thread to be worth starting.
+/// Half of what a file must have left for the read-ahead thread to be worth
+/// starting, and for the [`Mapper`] to map it in windows of
+/// [`WINDOW`](crate::mapped::WINDOW) rather than [`SHORT_WINDOW`].
 const AHEAD_WINDOW: usize = 8 * 1024 * 1024;
 
-/// A helper thread of a large file (mapping or reading ahead of the
-/// hasher), counted while it lives; see [`Hashing`].
+/// A helper of a large file (mapping or reading ahead of the hasher),
+/// counted while it works on the file; see [`Hashing`].
 struct Ahead<'r>(&'r Reading);
 
 impl Drop for Ahead<'_> {
@@ -882,12 +883,14 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
 /// When a core is free and more than one [`SHORT_WINDOW`] is left, the hashing
 /// thread's [`Mapper`] maps the windows ahead and unmaps those hashed, so the
 /// hasher only hashes (the kernel still flushes its TLB when a window is
-/// unmapped): windows of [`SHORT_WINDOW`] for a file of at most two
-/// [`AHEAD_WINDOW`]s, of [`WINDOW`](crate::mapped::WINDOW) beyond.
+/// unmapped): windows of [`SHORT_WINDOW`] while at most two [`AHEAD_WINDOW`]s
+/// are left, of [`WINDOW`](crate::mapped::WINDOW) when more are.
 fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result<()> {
     use crate::mapped::WINDOW;
     let left = opened.size.saturating_sub(run.size());
-    if left > SHORT_WINDOW as u64 {
+    // A thread whose mapper could not be started takes no spare core for it.
+    let refused = MAPPER.with(|m| matches!(*m.borrow(), Some(None)));
+    if left > SHORT_WINDOW as u64 && !refused {
         if let Some(_ahead) = spare_core(reading) {
             let window = if left <= 2 * AHEAD_WINDOW as u64 {
                 SHORT_WINDOW
@@ -966,7 +969,7 @@ impl Mapper {
 }
 
 thread_local! {
-    /// This thread's [`Mapper`]: `None` until its first file of a few MiB,
+    /// This thread's [`Mapper`]: `None` until the first file it maps ahead,
     /// then the mapper, or `Some(None)` if the thread could not be started
     /// (not tried again: its files are mapped by the hasher alone).
     static MAPPER: std::cell::RefCell<Option<Option<Mapper>>> =
@@ -1415,7 +1418,7 @@ mod tests {
             assert_eq!(got.size, size as u64);
         }
         assert!(
-            MAPPER.with(|m| m.borrow().is_some()),
+            MAPPER.with(|m| matches!(*m.borrow(), Some(Some(_)))),
             "a mapper was started"
         );
     }

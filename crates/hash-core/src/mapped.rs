@@ -41,7 +41,8 @@ use std::sync::Once;
 pub const WINDOW: usize = 8 * 1024 * 1024;
 
 /// Windows that may be mapped at once in this process: a hashing thread
-/// holds one, or up to three with its read-ahead thread.
+/// holds one, or up to three with its mapper thread (counting windows handed
+/// back to it and not yet unmapped). With none free, files are read.
 const SLOTS: usize = 256;
 
 struct Slot {
