@@ -64,6 +64,16 @@ fn smoke_plan(root: &Path, bins: &Path, args: &[&str]) -> (PathBuf, PathBuf) {
     (work, data)
 }
 
+/// `hash-bench race` of the plan in `work` with the given hyperfine; its output.
+fn race(work: &Path, hyperfine: &Path) -> String {
+    ok(Command::new(HB)
+        .arg("race")
+        .arg("--work")
+        .arg(work)
+        .arg("--hyperfine")
+        .arg(hyperfine))
+}
+
 #[test]
 fn strategies_are_the_workspace_binaries() {
     let names = ok(Command::new(HB).arg("strategies"));
@@ -108,14 +118,7 @@ fn race_runs_each_benchmark_once_and_resumes() {
         serde_json::from_slice(&std::fs::read(work.join("plan.json")).unwrap()).unwrap();
     let benchmarks = plan["benchmarks"].as_array().unwrap();
     assert!(benchmarks.len() > 4, "{}", benchmarks.len());
-    let race = || {
-        ok(Command::new(HB)
-            .arg("race")
-            .arg("--work")
-            .arg(work)
-            .arg("--hyperfine")
-            .arg(&hyperfine))
-    };
+    let race = || race(work, &hyperfine);
     let out = race();
     let calls = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
@@ -175,14 +178,7 @@ fn a_warm_benchmark_starts_with_its_own_cold_run() {
     fake_hyperfine(&hyperfine, None);
     let (work, _) = smoke_plan(t.path(), &bins, &["--datasets", "smoke", "--no-cold"]);
     let work = work.as_path();
-    let race = || {
-        ok(Command::new(HB)
-            .arg("race")
-            .arg("--work")
-            .arg(work)
-            .arg("--hyperfine")
-            .arg(&hyperfine))
-    };
+    let race = || race(work, &hyperfine);
     race();
 
     let plan: serde_json::Value =
