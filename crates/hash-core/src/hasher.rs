@@ -931,7 +931,10 @@ struct MapJob {
 /// files, and ends when the hashing thread does (its thread-local drops the
 /// senders) or with the process. The last windows of a file come back after
 /// its job has ended: they are unmapped when the next job starts, or when the
-/// thread ends.
+/// thread ends. Unmapping them as soon as the hasher is done with the file (a
+/// return channel per job) cost `hash-serial` 0.7 % on `shards` and 1.4 % on
+/// `six` (15 and 25 interleaved rounds): the unmap then meets the hasher
+/// mapping the next file's first window.
 struct Mapper {
     jobs: std::sync::mpsc::Sender<MapJob>,
     done: std::sync::mpsc::Sender<crate::mapped::Window>,
