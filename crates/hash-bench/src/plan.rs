@@ -902,13 +902,6 @@ fn entries(
                 for (i, (j, default_jobs)) in variants.into_iter().enumerate() {
                     let argv = p.argv(j, d, &spec_path, &shape.script, shape.cores)?;
                     let mut b = entry(p, d, cache, (j, default_jobs), argv, shape);
-                    // Folios are what the cold run shapes: none without data, and the
-                    // ceilings never read the dataset.
-                    b.own_cold_run = cache == Cache::Warm
-                        && shape.link.is_none()
-                        && !shape.memory_limited
-                        && d.bytes > 0
-                        && !matches!(p.invocation, Invocation::Ceiling { .. });
                     if i == 0 && b.own_cold_run {
                         b.estimate_s += ESTIMATE_FACTOR
                             * (p.exec_estimate(j, Cache::Cold, d, shape.cores)
@@ -975,7 +968,13 @@ fn entry(
         argv,
         prepare: String::new(),
         estimate_s: estimate,
-        own_cold_run: false,
+        // Folios are what the cold run shapes: none without data, and the ceilings
+        // never read the dataset.
+        own_cold_run: cache == Cache::Warm
+            && shape.link.is_none()
+            && !shape.memory_limited
+            && d.bytes > 0
+            && !matches!(p.invocation, Invocation::Ceiling { .. }),
     }
 }
 
