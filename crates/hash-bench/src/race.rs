@@ -123,9 +123,10 @@ fn ready(plan: &Plan, work: &Path, b: &PlanEntry, before: Option<&PlanEntry>) ->
 ///
 /// How a file entered the cache decides the size of its folios, and a mapped window's
 /// page-table work is per folio: on the AMD EPYC guest of family 25 model 17,
-/// `hash-threads` took 178 ms on warm `shards` after `hash-bench warm` had read it back
-/// (1 MiB reads leave 4-64 KiB folios) and 167 ms after its own cold run (mostly 1-2 MiB
-/// folios); `rhash` took 376 and 357 ms.
+/// `hash-threads` took 178 ms on warm `shards` after 1 MiB reads had read it back
+/// (4-64 KiB folios) and 167 ms after its own cold run (mostly 1-2 MiB folios); `rhash`
+/// took 376 and 357 ms. `hash-bench warm` now reads as the hashers do, but a peer's
+/// own reads may leave other folios, so each program still makes its own state.
 fn own_cold_run(plan: &Plan, b: &PlanEntry, data: &Path) -> Result<()> {
     let left = cache::evict(&cache::walk_files(data)?, plan.eviction)?;
     if left.percent() > plan.cold_max_resident_percent {
