@@ -208,7 +208,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # drop_caches is written before every cold run, and with it every warm benchmark's own
 # cold run: say now, not minutes into the sweep, that this user cannot write it.
-if [[ $EVICT == drop-caches && ! -w /proc/sys/vm/drop_caches ]]; then
+if [[ $EVICT == drop-caches && $DRY_RUN == 0 && ! -w /proc/sys/vm/drop_caches ]]; then
 	die "--evict drop-caches: /proc/sys/vm/drop_caches is not writable here (needs root); use --evict fadvise"
 fi
 

@@ -327,9 +327,10 @@ pub fn drop_caches() -> Result<()> {
 /// Read every file once (into a reused buffer) so that it is in the page cache, and
 /// return the residency afterwards.
 ///
-/// Read as the hashers read a cold file (sequential hint, a first read of one byte,
-/// then 256 KiB at a time), because how a file enters the page cache sets its folio
-/// sizes, and those move warm runs. The small first read is what lets readahead raise
+/// Read as the hashers read a large cold file (sequential hint, a first read of one
+/// byte, then 256 KiB at a time; on small files the hint and the first byte change
+/// nothing), because how a file enters the page cache sets its folio sizes, and those
+/// move warm runs. The small first read is what lets readahead raise
 /// the folio order as it goes: `shards` read 1 MiB or 256 KiB at a time from the start
 /// ended up in folios of 4 to 256 KiB, read this way 75 % in folios of 1 and 2 MiB, as
 /// after a hasher's own cold run; `hash-threads` had taken 7 % longer on it in the

@@ -20,10 +20,11 @@
 //!
 //! So with `--data-path auto` (the default) a run measures: the first large
 //! cached files are hashed in [`SEGMENT`]s taking turns between the two ways,
-//! each segment timed on the thread that hashes it, as the rest of the file
-//! would run: when a core is spare, a helper maps the rest's windows ahead, so
-//! a map segment is then timed from the end of its mapping (counting the
-//! page-table fill chose `read` on that AMD guest, 7 % slower there). Once each way has
+//! each segment timed on the thread that hashes it, as the run's files of that
+//! size would run: when a core is spare, the hasher maps a file's first 2 MiB
+//! and a mapper thread the rest, so a map segment is timed with the mapping
+//! only of what lies in a file's first 2 MiB (counting the page-table fill
+//! chose `read` on that AMD guest, 7 % slower there). Once each way has
 //! [`SAMPLES`] segments, the way with the lower median time per byte is used
 //! for the rest of the run (and named by `--stats`). The cost is bounded:
 //! about `SAMPLES` segments went the slower way (a few more while several

@@ -772,14 +772,15 @@ fn map_here(
 }
 
 /// Map and hash the next `len` bytes of `opened` on this thread, as [`map_here`], and
-/// return the thread's CPU time it took: all of it with `with_mapping`, else only the
-/// hashing of each window. `None` as soon as a window cannot be mapped.
+/// return the thread's CPU time it took: the mapping and the hashing of what lies
+/// before the file offset `charged`, only the hashing beyond it (what a mapper maps).
+/// `None` as soon as a window cannot be mapped.
 fn map_timed(
     run: &mut Running,
     opened: &Opened,
     len: u64,
     reading: &Reading,
-    with_mapping: bool,
+    charged: u64,
 ) -> io::Result<Option<std::time::Duration>> {
     use crate::datapath::{thread_time, SEGMENT};
     use crate::mapped::{will_need, Window};
@@ -787,7 +788,10 @@ fn map_timed(
     let mut took = std::time::Duration::ZERO;
     while run.size() < end {
         let offset = run.size();
-        let n = (SEGMENT as usize).min((end - offset) as usize);
+        // A window ends where the charged part does, so each is timed one way.
+        let stop = if offset < charged { charged } else { end };
+        let n = (SEGMENT as usize).min((stop.min(end) - offset) as usize);
+        let with_mapping = offset < charged;
         let mapping = thread_time();
         let Some(w) = Window::map(&opened.file, offset, n) else {
             return Ok(None);
@@ -843,16 +847,17 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         let len = SEGMENT.min(size - run.size());
         let before = run.size();
         let took = if way == Way::Map {
-            // Timed as the rest of the file would run: with a core to spare, more than
-            // a `SHORT_WINDOW` left and a mapper that started, the mapper maps the
-            // windows ahead (`map_rest`), so the hasher pays only the hashing. Charging
-            // the mapping to 8 MiB files too made the way a coin toss for `hash-serial` on
-            // them (0.65 against 0.66 ms per MiB), though reading them took 8 % longer
-            // (AMD EPYC family 25 model 17).
-            let rest = size.saturating_sub(run.size() + len);
+            // Timed as the run's next files of this size would run (`map_rest` from
+            // their start): with a core to spare, more than a `SHORT_WINDOW` in the
+            // file and a mapper not refused, the hasher maps the first `SHORT_WINDOW`
+            // and its mapper the rest, so the hasher pays the mapping of the first
+            // only. Charging all of it to 8 MiB files made the way a coin toss for
+            // `hash-serial` on them (0.65 against 0.66 ms per MiB), though reading
+            // them took 8 % longer (AMD EPYC family 25 model 17).
             let refused = MAPPER.with(|m| matches!(*m.borrow(), Some(None)));
-            let helper = core_to_spare(reading) && rest > SHORT_WINDOW as u64 && !refused;
-            match map_timed(&mut run, opened, len, reading, !helper)? {
+            let helper = core_to_spare(reading) && size > SHORT_WINDOW as u64 && !refused;
+            let charged = if helper { SHORT_WINDOW as u64 } else { size };
+            match map_timed(&mut run, opened, len, reading, charged)? {
                 Some(took) => took,
                 None => break Way::Read,
             }
