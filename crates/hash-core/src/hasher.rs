@@ -854,8 +854,7 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
             // only. Charging all of it to 8 MiB files made the way a coin toss for
             // `hash-serial` on them (0.65 against 0.66 ms per MiB), though reading
             // them took 8 % longer (AMD EPYC family 25 model 17).
-            let refused = MAPPER.with(|m| matches!(*m.borrow(), Some(None)));
-            let helper = core_to_spare(reading) && size > SHORT_WINDOW as u64 && !refused;
+            let helper = core_to_spare(reading) && size > SHORT_WINDOW as u64 && !mapper_refused();
             let charged = if helper { SHORT_WINDOW as u64 } else { size };
             match map_timed(&mut run, opened, len, reading, charged)? {
                 Some(took) => took,
@@ -898,8 +897,7 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
     use crate::mapped::WINDOW;
     let left = opened.size.saturating_sub(run.size());
     // A thread whose mapper could not be started takes no spare core for it.
-    let refused = MAPPER.with(|m| matches!(*m.borrow(), Some(None)));
-    if left > SHORT_WINDOW as u64 && !refused {
+    if left > SHORT_WINDOW as u64 && !mapper_refused() {
         if let Some(_ahead) = spare_core(reading) {
             let window = if left <= 2 * AHEAD_WINDOW as u64 {
                 SHORT_WINDOW
@@ -910,6 +908,12 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
         }
     }
     map_here(run, opened, left, WINDOW, reading).map(drop)
+}
+
+/// Whether this thread's [`Mapper`] could not be started (one not tried yet is
+/// not refused).
+fn mapper_refused() -> bool {
+    MAPPER.with(|m| matches!(*m.borrow(), Some(None)))
 }
 
 /// Windows of a file of a few MiB mapped by the hashing thread's [`Mapper`],
