@@ -190,6 +190,8 @@ pub struct Measured {
     pub peak_rss_tree_kib: Option<u64>,
     /// Bytes over the link per timed run (network locations; set by the caller).
     pub link: Option<LinkSummary>,
+    /// The host's steal time over the hyperfine call, percent of all CPU time.
+    pub host_steal_percent: Option<f64>,
     /// Why the numbers are not trustworthy (empty: they are).
     pub flags: Vec<String>,
 }
@@ -215,6 +217,8 @@ pub fn measure(raw: &Path, id: &str, cache: Cache, runs: u32, limits: Limits) ->
         }
     }
     let rss = read_rss(&raw.join(format!("{id}.rss.json")))?;
+    let host_steal_percent = read_host(&raw.join(format!("{id}.host.json")))?
+        .and_then(crate::machine::CpuTicks::steal_percent);
     let peak_rss_tree_kib = rss.as_ref().and_then(|r| r.tree_sum_kib);
     let peak_rss_kib = match (&rss, timing.peak_rss_bytes) {
         (Some(r), _) => Some(r.max_rss_kib),
@@ -232,6 +236,7 @@ pub fn measure(raw: &Path, id: &str, cache: Cache, runs: u32, limits: Limits) ->
         peak_rss_kib,
         peak_rss_tree_kib,
         link: None,
+        host_steal_percent,
         flags,
     })
 }
@@ -279,6 +284,16 @@ fn residency_flags(timed: &[f64], cache: Cache, limits: Limits) -> Vec<String> {
 
 /// The peak-RSS record, if the RSS run left one (older sweeps took it from hyperfine).
 fn read_rss(path: &Path) -> Result<Option<RssSample>> {
+    read_record(path)
+}
+
+/// The host-time record, if the race could read `/proc/stat` (older sweeps had none).
+fn read_host(path: &Path) -> Result<Option<crate::machine::CpuTicks>> {
+    read_record(path)
+}
+
+/// A JSON record of the raw directory; `None` if there is none.
+fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?,
@@ -328,6 +343,7 @@ fn planned_benchmark(plan: &Plan, b: &PlanEntry, m: Measured) -> BenchmarkResult
         peak_rss_tree_kib: m.peak_rss_tree_kib,
         residency: m.residency,
         link: m.link,
+        host_steal_percent: m.host_steal_percent,
         valid: m.flags.is_empty(),
         flags: m.flags,
         raw_export: None,
@@ -518,6 +534,24 @@ fn machine_lines(r: &Results) -> String {
     s
 }
 
+/// The line under the table saying how much CPU time the host took from this guest
+/// during the benchmarks (the most in any one), where that was recorded.
+fn steal_line(r: &Results) -> String {
+    let most = r
+        .benchmarks
+        .iter()
+        .filter_map(|b| Some((b.host_steal_percent?, b.id.as_str())))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let what = "host steal time (the hypervisor running something else on this guest's CPUs)";
+    match most {
+        Some((p, _)) if p < 0.05 => format!("{what}: none in any benchmark\n"),
+        Some((p, id)) => {
+            format!("{what}: at most {p:.1} % of the CPU time in any benchmark ({id})\n")
+        }
+        None => String::new(),
+    }
+}
+
 /// The terminal table: each dataset × cache state, each program's median, MiB/s,
 /// files/s, speed relative to hash-serial, peak RSS and residency.
 pub fn table(r: &Results) -> String {
@@ -608,6 +642,7 @@ pub fn table(r: &Results) -> String {
         s,
         "\n* peak RSS of the whole process tree (sum of each process's peak) where recorded."
     );
+    s.push_str(&steal_line(r));
     let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
     if invalid > 0 {
         let _ = writeln!(
@@ -729,6 +764,17 @@ mod tests {
             )
             .unwrap();
         }
+        // The race's record of the host's time over one benchmark's hyperfine call.
+        let stolen = plan.benchmarks[1].id.clone();
+        let ticks = crate::machine::CpuTicks {
+            steal_ticks: 3,
+            total_ticks: 200,
+        };
+        std::fs::write(
+            plan::host_path(&work, &stolen),
+            serde_json::to_string(&ticks).unwrap(),
+        )
+        .unwrap();
         let r = build(&work, "hyperfine").unwrap();
         validate(&r).unwrap();
         // smoke: 2 caches × (serial, 3 parallel × (-j2, default), hash-async's 2
@@ -755,6 +801,16 @@ mod tests {
             vec!["cold run 2 started with 37.5 % of the data resident (limit 5 %)"]
         );
         assert!(table(&r).contains("INVALID"));
+        for b in &r.benchmarks {
+            let want = (b.id == stolen).then_some(1.5);
+            assert_eq!(b.host_steal_percent, want, "{}", b.id);
+        }
+        assert!(table(&r).contains(&format!(
+            "at most 1.5 % of the CPU time in any benchmark ({stolen})"
+        )));
+        let mut wrong = r.clone();
+        wrong.benchmarks[1].host_steal_percent = Some(150.0);
+        assert!(validate(&wrong).is_err());
 
         // A missing export is an error that says how to continue.
         std::fs::remove_file(plan::export_path(&work, bad)).unwrap();

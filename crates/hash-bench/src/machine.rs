@@ -219,6 +219,53 @@ fn parse_openssl_speed(text: &str) -> Option<f64> {
     (bytes_per_s > 0.0).then(|| bytes_per_s / 1_048_576.0)
 }
 
+/// The `cpu` line of `/proc/stat`, summed over all CPUs, in clock ticks: the time the
+/// hypervisor ran something else while this guest wanted its vCPUs (`steal`), and all
+/// the time accounted (every column, idle included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTicks {
+    /// The `steal` column (the eighth number).
+    pub steal_ticks: u64,
+    /// The sum of every column.
+    pub total_ticks: u64,
+}
+
+impl CpuTicks {
+    /// Now, from `/proc/stat`; `None` where it cannot be read.
+    pub fn now() -> Option<CpuTicks> {
+        parse_cpu_ticks(&read("/proc/stat")?)
+    }
+
+    /// What accrued from `before` to `self`.
+    pub fn since(self, before: CpuTicks) -> CpuTicks {
+        CpuTicks {
+            steal_ticks: self.steal_ticks.saturating_sub(before.steal_ticks),
+            total_ticks: self.total_ticks.saturating_sub(before.total_ticks),
+        }
+    }
+
+    /// `steal_ticks` as a percent of `total_ticks` (`None` when no time passed).
+    pub fn steal_percent(self) -> Option<f64> {
+        (self.total_ticks > 0).then(|| 100.0 * self.steal_ticks as f64 / self.total_ticks as f64)
+    }
+}
+
+/// The aggregate `cpu ` line of `/proc/stat` text. Kernels before 2.6.11 have no steal
+/// column: `None`.
+fn parse_cpu_ticks(stat: &str) -> Option<CpuTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let cols: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    Some(CpuTicks {
+        steal_ticks: *cols.get(7)?,
+        total_ticks: cols.iter().sum(),
+    })
+}
+
 /// The number of CPUs in a kernel CPU list (`0-1,4`, as in
 /// `/sys/devices/system/cpu/online`: comma-separated numbers and inclusive ranges);
 /// `None` if it is not one. This is where glibc's `sysconf(_SC_NPROCESSORS_ONLN)` looks
@@ -320,6 +367,31 @@ fn storage(dir: &Path) -> Storage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_the_eighth_column_of_the_cpu_line() {
+        // A guest's /proc/stat (cpu0/cpu1 lines must not be taken for the sum).
+        let text = "cpu  1364565 0 389800 1601979 53123 0 4452 781 0 0\n\
+                    cpu0 639585 0 183481 862921 21371 0 492 380 0 0\n\
+                    intr 1 2 3\n";
+        let t = parse_cpu_ticks(text).unwrap();
+        assert_eq!(t.steal_ticks, 781);
+        assert_eq!(
+            t.total_ticks,
+            1364565 + 389800 + 1601979 + 53123 + 4452 + 781
+        );
+        let later = CpuTicks {
+            steal_ticks: 781 + 30,
+            total_ticks: t.total_ticks + 1000,
+        };
+        let d = later.since(t);
+        assert_eq!(d.steal_percent(), Some(3.0));
+        assert_eq!(t.since(t).steal_percent(), None);
+        // Too few columns (no steal), or not numbers: nothing rather than a guess.
+        assert_eq!(parse_cpu_ticks("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(parse_cpu_ticks("cpu  a b c d e f g h\n"), None);
+        assert_eq!(parse_cpu_ticks("intr 1\n"), None);
+    }
 
     #[test]
     fn openssl_speed_machine_readable_output_is_parsed() {

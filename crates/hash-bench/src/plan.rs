@@ -1082,6 +1082,12 @@ pub fn export_path(work: &Path, id: &str) -> PathBuf {
     work.join("raw").join(format!("{id}.hyperfine.json"))
 }
 
+/// Path of a benchmark's record of the CPU time the host took meanwhile
+/// ([`crate::machine::CpuTicks`] accrued over its hyperfine call).
+pub fn host_path(work: &Path, id: &str) -> PathBuf {
+    work.join("raw").join(format!("{id}.host.json"))
+}
+
 /// Path of a benchmark's peak-RSS record.
 pub fn rss_path(work: &Path, id: &str) -> PathBuf {
     work.join("raw").join(format!("{id}.rss.json"))

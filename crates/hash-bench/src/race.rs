@@ -236,6 +236,7 @@ fn race_plan(
         if let Some(g) = cgroup {
             g.attach(&mut timed);
         }
+        let ticks = crate::machine::CpuTicks::now();
         let status = timed
             .current_dir(root)
             .stdin(Stdio::null())
@@ -260,6 +261,11 @@ fn race_plan(
         }
         if plan.location.is_network() {
             crate::net::finish(work, &b.id)?;
+        }
+        if let (Some(before), Some(after)) = (ticks, crate::machine::CpuTicks::now()) {
+            let host = plan::host_path(work, &b.id);
+            std::fs::write(&host, serde_json::to_vec(&after.since(before))?)
+                .with_context(|| format!("writing {}", host.display()))?;
         }
         std::fs::rename(&part, &export)
             .with_context(|| format!("renaming {} to {}", part.display(), export.display()))?;

@@ -249,6 +249,13 @@ pub struct BenchmarkResult {
     /// Bytes each timed run moved over the emulated link (network locations only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkSummary>,
+    /// Share of all CPUs' time that the hypervisor gave to something else while this
+    /// guest wanted it (`steal` in `/proc/stat`), percent, from just before hyperfine
+    /// started to just after it ended. A row the host slowed down this way says so
+    /// here; a slow spell this leaves at 0 came from elsewhere (a neighbour on a shared
+    /// core or memory bus shows in no counter of the guest). Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_steal_percent: Option<f64>,
     /// Whether the numbers are trustworthy: exit codes all 0 and residency as required.
     pub valid: bool,
     /// Why not, when `valid` is false.
@@ -393,6 +400,12 @@ fn check_benchmark_fields(b: &BenchmarkResult, schema_version: u32) -> Result<()
     );
     if let (Some(tree), Some(single)) = (b.peak_rss_tree_kib, b.peak_rss_kib) {
         ensure!(tree >= single, "tree RSS below the largest process's");
+    }
+    if let Some(p) = b.host_steal_percent {
+        ensure!(
+            (0.0..=100.0).contains(&p),
+            "host steal time {p} % is no share"
+        );
     }
     Ok(())
 }

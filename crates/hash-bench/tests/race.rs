@@ -140,6 +140,11 @@ fn race_runs_each_benchmark_once_and_resumes() {
         assert!(export.is_file(), "{id}: no export");
         // The untimed peak-RSS run came first.
         assert!(work.join("raw").join(format!("{id}.rss.json")).is_file());
+        // The host's time over the call: steal is a part of the time accounted.
+        let host = std::fs::read_to_string(work.join("raw").join(format!("{id}.host.json")));
+        let host: serde_json::Value = serde_json::from_str(&host.unwrap()).unwrap();
+        let (steal, total) = (host["steal_ticks"].as_u64(), host["total_ticks"].as_u64());
+        assert!(steal.unwrap() <= total.unwrap(), "{id}: {host}");
         let progress = format!("\n[{}/{}] warm empty: ", i + 1, benchmarks.len());
         assert!(out.contains(&progress), "{progress:?} not in {out}");
     }
