@@ -85,9 +85,11 @@ pub struct CommonArgs {
     pub no_mmap: bool,
 
     /// How large files already in memory reach SHA-256: hashed in place through
-    /// memory-mapped windows (map), or copied with read() into a buffer that stays in the
-    /// CPU's cache (read). The faster one depends on the machine; auto times both on the
-    /// run's first large files and keeps the faster (--stats names it).
+    /// memory-mapped windows whose page tables are filled at once (map) or by page faults
+    /// (map-fault), or copied with read() into a buffer that stays in the CPU's cache
+    /// (read). The fastest depends on the machine and on how the files entered the page
+    /// cache; auto times all three on the run's first large files and keeps the fastest
+    /// (--stats names it).
     #[arg(long, value_enum, value_name = "WAY", default_value_t = DataPath::Auto)]
     pub data_path: DataPath,
 

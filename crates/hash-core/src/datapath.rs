@@ -18,18 +18,31 @@
 //! wins on an Intel Xeon guest too (1 GiB: 0.70 against 0.85 ms per MiB in
 //! the trial below), and the trial still decides per run.
 //!
+//! A mapping's page tables can be filled in one call (`MAP_POPULATE`, which
+//! walks the window a 4 KiB page at a time) or by the page faults of hashing
+//! it (each fault maps the 64 KiB around it, a large folio's pages in one
+//! batch). Which costs less depends on the folios the files sit in, so on how
+//! they entered the page cache. On the AMD EPYC guest of family 25 model 17,
+//! warm 8 MiB files (`shards`), 8 or 12 interleaved rounds: after a hasher's
+//! own cold run (three quarters in 1-2 MiB folios) two threads took 161.5 ms
+//! by faults against 166.0 populated, and one thread 316.6 ms by faults
+//! against 325.8 populated (`hash-serial` with its mapper thread: 320.3); read
+//! back 1 MiB at a time (4-64 KiB folios) one thread took 367.9 ms by faults
+//! against 357.9 populated. So `map-fault` is a third way, timed like the two.
+//!
 //! So with `--data-path auto` (the default) a run measures: the first large
-//! cached files are hashed in [`SEGMENT`]s taking turns between the two ways,
+//! cached files are hashed in [`SEGMENT`]s taking turns between the three ways,
 //! each segment timed on the thread that hashes it, as the run's files of that
 //! size would run: when a core is spare, the hasher maps a file's first 2 MiB
 //! and a mapper thread the rest, so a map segment is timed with the mapping
 //! only of what lies in a file's first 2 MiB (counting the page-table fill
-//! chose `read` on that AMD guest, 7 % slower there). Once each way has
-//! [`SAMPLES`] segments, the way with the lower median time per byte is used
-//! for the rest of the run (and named by `--stats`). The cost is bounded:
-//! about `SAMPLES` segments went the slower way (a few more while several
-//! hashers measure at once; each `hash-procs` worker measures for itself). `--data-path map` or
-//! `read` skips the measurement; `--no-mmap` is `read`.
+//! chose `read` on that AMD guest, 7 % slower there); a map-fault segment's
+//! faults are all the hasher's. Once each way has [`SAMPLES`] segments, the
+//! way with the lowest median time per byte is used for the rest of the run
+//! (and named by `--stats`). The cost is bounded: about `SAMPLES` segments
+//! went each slower way (a few more while several hashers measure at once;
+//! each `hash-procs` worker measures for itself). `--data-path map`,
+//! `map-fault` or `read` skips the measurement; `--no-mmap` is `read`.
 //!
 //! A file that is not in the page cache is always read (the disk, not the
 //! copy, is the limit there, and `read()` with the sequential hint reads
@@ -42,11 +55,13 @@ use std::time::Duration;
 /// How large cached files are hashed, as the command line asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum DataPath {
-    /// Measure both ways on the run's first large files, keep the faster.
+    /// Measure the three ways on the run's first large files, keep the fastest.
     #[default]
     Auto,
-    /// Hash memory-mapped windows in place.
+    /// Hash memory-mapped windows in place, their page tables filled in one call.
     Map,
+    /// Hash memory-mapped windows in place, their page tables filled by page faults.
+    MapFault,
     /// Copy with read() into an L2-sized buffer, hash from there.
     Read,
 }
@@ -57,23 +72,31 @@ impl DataPath {
         match self {
             DataPath::Auto => "auto",
             DataPath::Map => "map",
+            DataPath::MapFault => "map-fault",
             DataPath::Read => "read",
         }
     }
 
     /// The data path of that name (`None` for any other string).
     pub fn named(name: &str) -> Option<DataPath> {
-        [DataPath::Auto, DataPath::Map, DataPath::Read]
-            .into_iter()
-            .find(|p| p.name() == name)
+        [
+            DataPath::Auto,
+            DataPath::Map,
+            DataPath::MapFault,
+            DataPath::Read,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
     }
 }
 
-/// One of the two ways a measured run can pick.
+/// One of the three ways a measured run can pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
-    /// Memory-mapped windows, hashed in place.
+    /// Memory-mapped windows filled with `MAP_POPULATE`, hashed in place.
     Map,
+    /// Memory-mapped windows filled by page faults as they are hashed.
+    MapFault,
     /// `read()` into a reused buffer.
     Read,
 }
@@ -83,6 +106,7 @@ impl Way {
     pub fn name(self) -> &'static str {
         match self {
             Way::Map => "map",
+            Way::MapFault => "map-fault",
             Way::Read => "read",
         }
     }
@@ -113,12 +137,13 @@ pub const SAMPLES: usize = 3;
 const UNDECIDED: u8 = 0;
 const MAP: u8 = 1;
 const READ: u8 = 2;
+const MAP_FAULT: u8 = 3;
 
 /// A run's choice of [`Way`]: fixed by the command line, or measured.
 #[derive(Debug)]
 pub struct Chooser {
     decided: AtomicU8,
-    /// Segments handed out while measuring (even: map, odd: read).
+    /// Segments handed out while measuring (in turn: map, map-fault, read).
     turn: AtomicUsize,
     /// Nanoseconds per byte of each timed segment, by way.
     samples: Mutex<Samples>,
@@ -129,8 +154,21 @@ pub struct Chooser {
 pub struct Samples {
     /// Nanoseconds per byte of the mapped segments.
     pub map: Vec<f64>,
+    /// Nanoseconds per byte of the mapped segments filled by faults.
+    pub fault: Vec<f64>,
     /// Nanoseconds per byte of the read segments.
     pub read: Vec<f64>,
+}
+
+impl Samples {
+    /// The segments timed `way`.
+    fn of(&mut self, way: Way) -> &mut Vec<f64> {
+        match way {
+            Way::Map => &mut self.map,
+            Way::MapFault => &mut self.fault,
+            Way::Read => &mut self.read,
+        }
+    }
 }
 
 impl Default for Chooser {
@@ -145,6 +183,7 @@ impl Chooser {
         let decided = match path {
             DataPath::Auto => UNDECIDED,
             DataPath::Map => MAP,
+            DataPath::MapFault => MAP_FAULT,
             DataPath::Read => READ,
         };
         Chooser {
@@ -158,23 +197,24 @@ impl Chooser {
     pub fn decided(&self) -> Option<Way> {
         match self.decided.load(Ordering::Relaxed) {
             MAP => Some(Way::Map),
+            MAP_FAULT => Some(Way::MapFault),
             READ => Some(Way::Read),
             _ => None,
         }
     }
 
-    /// The way of the next segment to time, while undecided: the two take
-    /// turns, so both see the same mix of files and of other load.
+    /// The way of the next segment to time, while undecided: the three take
+    /// turns, so all see the same mix of files and of other load.
     pub fn next_sample(&self) -> Way {
-        if self.turn.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
-            Way::Map
-        } else {
-            Way::Read
+        match self.turn.fetch_add(1, Ordering::Relaxed) % 3 {
+            0 => Way::Map,
+            1 => Way::MapFault,
+            _ => Way::Read,
         }
     }
 
-    /// Record that `bytes` went `way` in `took`; decides once both ways
-    /// have [`SAMPLES`] segments. Segments under [`MIN_SEGMENT`] (the end of
+    /// Record that `bytes` went `way` in `took`; decides once every way
+    /// has [`SAMPLES`] segments. Segments under [`MIN_SEGMENT`] (the end of
     /// a file) say little and are not counted.
     pub fn record(&self, way: Way, bytes: u64, took: Duration) {
         if bytes < MIN_SEGMENT || self.decided().is_some() {
@@ -186,12 +226,13 @@ impl Chooser {
         if self.decided().is_some() {
             return;
         }
-        match way {
-            Way::Map => s.map.push(per_byte),
-            Way::Read => s.read.push(per_byte),
-        }
+        s.of(way).push(per_byte);
         if let Some(way) = decide(&s) {
-            let code = if way == Way::Map { MAP } else { READ };
+            let code = match way {
+                Way::Map => MAP,
+                Way::MapFault => MAP_FAULT,
+                Way::Read => READ,
+            };
             self.decided.store(code, Ordering::Relaxed);
         }
     }
@@ -213,11 +254,11 @@ pub fn describe(path: DataPath, decided: Option<Way>, samples: &Samples) -> Opti
     let Some(way) = decided else {
         // Only a segment of a large cached file is timed, so a sample says
         // one took the data path, though too few did to decide.
-        let (map, read) = (samples.map.len(), samples.read.len());
-        return (map + read > 0).then(|| {
+        let (map, fault, read) = (samples.map.len(), samples.fault.len(), samples.read.len());
+        return (map + fault + read > 0).then(|| {
             format!(
-                "data path: not decided (timed {map} map and {read} read segments; it \
-                 takes {SAMPLES} of each); they took turns"
+                "data path: not decided (timed {map} map, {fault} map-fault and {read} read \
+                 segments; it takes {SAMPLES} of each); they took turns"
             )
         });
     };
@@ -231,26 +272,40 @@ pub fn describe(path: DataPath, decided: Option<Way>, samples: &Samples) -> Opti
     // Nanoseconds per byte are milliseconds per MiB, near enough (×1.05).
     let per_mib = |xs: &[f64]| median(xs) * 1_048_576.0 / 1e6;
     Some(format!(
-        "data path: {} (measured, per MiB: map {:.2} ms, read {:.2} ms; median of {} segments each)",
+        "data path: {} (measured, per MiB: map {:.2} ms, map-fault {:.2} ms, read {:.2} ms; \
+         median of {} segments each)",
         way.name(),
         per_mib(&samples.map),
+        per_mib(&samples.fault),
         per_mib(&samples.read),
-        samples.map.len().min(samples.read.len()),
+        samples
+            .map
+            .len()
+            .min(samples.fault.len())
+            .min(samples.read.len()),
     ))
 }
 
-/// The faster way by median time per byte, once both have [`SAMPLES`]
+/// The fastest way by median time per byte, once every way has [`SAMPLES`]
 /// segments; a tie goes to `read` (it needs no `SIGBUS` handler and no
-/// page-table work).
+/// page-table work), then to `map`.
 pub fn decide(s: &Samples) -> Option<Way> {
-    if s.map.len() < SAMPLES || s.read.len() < SAMPLES {
+    let ways = [
+        (Way::Read, &s.read),
+        (Way::Map, &s.map),
+        (Way::MapFault, &s.fault),
+    ];
+    if ways.iter().any(|(_, xs)| xs.len() < SAMPLES) {
         return None;
     }
-    Some(if median(&s.map) < median(&s.read) {
-        Way::Map
-    } else {
-        Way::Read
-    })
+    let mut best = (Way::Read, median(&s.read));
+    for (way, xs) in &ways[1..] {
+        let m = median(xs);
+        if m < best.1 {
+            best = (*way, m);
+        }
+    }
+    Some(best.0)
 }
 
 /// The median of `xs` (the upper one of an even count); 0 when empty.
@@ -279,18 +334,23 @@ mod tests {
         }
         assert_eq!(c.decided(), Some(Way::Read));
         assert_eq!(Chooser::new(DataPath::Map).decided(), Some(Way::Map));
+        assert_eq!(
+            Chooser::new(DataPath::MapFault).decided(),
+            Some(Way::MapFault)
+        );
     }
 
     #[test]
     fn auto_takes_turns_then_keeps_the_lower_median() {
         let c = Chooser::new(DataPath::Auto);
         let turns: Vec<Way> = (0..4).map(|_| c.next_sample()).collect();
-        assert_eq!(turns, [Way::Map, Way::Read, Way::Map, Way::Read]);
+        assert_eq!(turns, [Way::Map, Way::MapFault, Way::Read, Way::Map]);
         // Map is faster in two of three segments, read once by a lot (a
         // preempted map segment): the medians decide, not the means.
-        for (map, read) in [(3, 4), (3, 4), (40, 4)] {
+        for (map, fault, read) in [(3, 5, 4), (3, 5, 4), (40, 2, 4)] {
             assert_eq!(c.decided(), None);
             c.record(Way::Map, 4 * MIB, ms(map));
+            c.record(Way::MapFault, 4 * MIB, ms(fault));
             c.record(Way::Read, 4 * MIB, ms(read));
         }
         assert_eq!(c.decided(), Some(Way::Map));
@@ -312,7 +372,20 @@ mod tests {
         for _ in 0..3 {
             c.record(Way::Map, 4 * MIB, ms(3));
         }
+        assert_eq!(c.decided(), None, "map-fault has no sample yet");
+        for _ in 0..3 {
+            c.record(Way::MapFault, 4 * MIB, ms(3));
+        }
         assert_eq!(c.decided(), Some(Way::Read));
+        // Between the two mapped ways, a tie goes to map; a faster map-fault wins.
+        let mut s = Samples {
+            map: vec![2.0; 3],
+            fault: vec![2.0; 3],
+            read: vec![3.0; 3],
+        };
+        assert_eq!(decide(&s), Some(Way::Map));
+        s.fault = vec![1.9; 3];
+        assert_eq!(decide(&s), Some(Way::MapFault));
     }
 
     #[test]
@@ -342,12 +415,13 @@ mod tests {
         assert_eq!(describe(DataPath::Auto, None, &none), None);
         let few = Samples {
             map: vec![1.0, 1.0],
+            fault: vec![1.0],
             read: vec![1.0],
         };
         assert_eq!(
             describe(DataPath::Auto, None, &few).unwrap(),
-            "data path: not decided (timed 2 map and 1 read segments; it takes 3 of each); \
-             they took turns"
+            "data path: not decided (timed 2 map, 1 map-fault and 1 read segments; it takes 3 \
+             of each); they took turns"
         );
         assert_eq!(
             describe(DataPath::Read, Some(Way::Read), &none).unwrap(),
@@ -355,14 +429,16 @@ mod tests {
         );
         let c = Chooser::new(DataPath::Auto);
         for _ in 0..3 {
-            // 1 ns/B = 1.05 ms per MiB; 2 ns/B = 2.10 ms.
+            // 1 ns/B = 1.05 ms per MiB; 2 ns/B = 2.10 ms; 3 ns/B = 3.15 ms.
             c.record(Way::Map, MIB, Duration::from_nanos(2 * MIB));
+            c.record(Way::MapFault, MIB, Duration::from_nanos(3 * MIB));
             c.record(Way::Read, MIB, Duration::from_nanos(MIB));
         }
         let line = describe(DataPath::Auto, c.decided(), &c.samples()).unwrap();
         assert_eq!(
             line,
-            "data path: read (measured, per MiB: map 2.10 ms, read 1.05 ms; median of 3 segments each)"
+            "data path: read (measured, per MiB: map 2.10 ms, map-fault 3.15 ms, read 1.05 ms; \
+             median of 3 segments each)"
         );
     }
 

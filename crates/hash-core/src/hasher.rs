@@ -748,21 +748,23 @@ fn take(
 }
 
 /// Map and hash the next `len` bytes of `opened` on this thread, in windows
-/// of at most `window`; `Ok(false)` as soon as one cannot be mapped (the
-/// rest is then read).
+/// of at most `window` (populated at once or filled by faults: see
+/// [`crate::mapped::Window::map`]); `Ok(false)` as soon as one cannot be
+/// mapped (the rest is then read).
 fn map_here(
     run: &mut Running,
     opened: &Opened,
     len: u64,
     window: usize,
     reading: &Reading,
+    populate: bool,
 ) -> io::Result<bool> {
     use crate::mapped::{will_need, Window};
     let end = run.size() + len;
     while run.size() < end {
         let offset = run.size();
         let n = window.min((end - offset) as usize);
-        let Some(w) = Window::map(&opened.file, offset, n) else {
+        let Some(w) = Window::map(&opened.file, offset, n, populate) else {
             return Ok(false);
         };
         will_need(&opened.file, offset + n as u64, window);
@@ -781,6 +783,7 @@ fn map_timed(
     len: u64,
     reading: &Reading,
     charged: u64,
+    populate: bool,
 ) -> io::Result<Option<std::time::Duration>> {
     use crate::datapath::{thread_time, SEGMENT};
     use crate::mapped::{will_need, Window};
@@ -793,7 +796,7 @@ fn map_timed(
         let n = (SEGMENT as usize).min((stop.min(end) - offset) as usize);
         let with_mapping = offset < charged;
         let mapping = thread_time();
-        let Some(w) = Window::map(&opened.file, offset, n) else {
+        let Some(w) = Window::map(&opened.file, offset, n, populate) else {
             return Ok(None);
         };
         will_need(&opened.file, offset + n as u64, SEGMENT as usize);
@@ -846,17 +849,23 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         let way = reading.chooser.next_sample();
         let len = SEGMENT.min(size - run.size());
         let before = run.size();
-        let took = if way == Way::Map {
+        let took = if way != Way::Read {
             // Timed as the run's next files of this size would run (`map_rest` from
             // their start): with a core to spare, more than a `SHORT_WINDOW` in the
             // file and a mapper not refused, the hasher maps the first `SHORT_WINDOW`
             // and its mapper the rest, so the hasher pays the mapping of the first
             // only. Charging all of it to 8 MiB files made the way a coin toss for
             // `hash-serial` on them (0.65 against 0.66 ms per MiB), though reading
-            // them took 8 % longer (AMD EPYC family 25 model 17).
-            let helper = core_to_spare(reading) && size > SHORT_WINDOW as u64 && !mapper_refused();
+            // them took 8 % longer (AMD EPYC family 25 model 17). Faults are taken
+            // by the hasher itself (a mapper would only move them), so they are all
+            // charged.
+            let populate = way == Way::Map;
+            let helper = populate
+                && core_to_spare(reading)
+                && size > SHORT_WINDOW as u64
+                && !mapper_refused();
             let charged = if helper { SHORT_WINDOW as u64 } else { size };
-            match map_timed(&mut run, opened, len, reading, charged)? {
+            match map_timed(&mut run, opened, len, reading, charged, populate)? {
                 Some(took) => took,
                 None => break Way::Read,
             }
@@ -875,10 +884,20 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
             break Way::Read;
         }
     };
-    if way == Way::Map {
-        map_rest(&mut run, opened, reading)?;
-    } else {
-        read_rest(&mut run, opened, reading)?;
+    match way {
+        Way::Map => map_rest(&mut run, opened, reading)?,
+        Way::MapFault => {
+            let left = size.saturating_sub(run.size());
+            let _ = map_here(
+                &mut run,
+                opened,
+                left,
+                crate::mapped::WINDOW,
+                reading,
+                false,
+            )?;
+        }
+        Way::Read => read_rest(&mut run, opened, reading)?,
     }
     read_on(run, opened, buf, reading, None)
 }
@@ -907,7 +926,7 @@ fn map_rest(run: &mut Running, opened: &Opened, reading: &Reading) -> io::Result
             return map_ahead(run, opened, window, reading);
         }
     }
-    map_here(run, opened, left, WINDOW, reading).map(drop)
+    map_here(run, opened, left, WINDOW, reading, true).map(drop)
 }
 
 /// Whether this thread's [`Mapper`] could not be started (one not tried yet is
@@ -969,7 +988,7 @@ impl Mapper {
                         let len = (job.window - (at % job.window as u64) as usize)
                             .min((job.end - at) as usize);
                         will_need(&job.file, at + len as u64, job.window);
-                        let window = Window::map(&job.file, at, len);
+                        let window = Window::map(&job.file, at, len, true);
                         let failed = window.is_none();
                         if job.out.send(window).is_err() || failed {
                             break;
@@ -1023,9 +1042,9 @@ fn map_ahead(
         Some(mapper.done.clone())
     });
     let Some(done) = done else {
-        return map_here(run, opened, size - run.size(), WINDOW, reading).map(drop);
+        return map_here(run, opened, size - run.size(), WINDOW, reading, true).map(drop);
     };
-    if !map_here(run, opened, first, SHORT_WINDOW, reading)? {
+    if !map_here(run, opened, first, SHORT_WINDOW, reading, true)? {
         return Ok(());
     }
     while run.size() < size {
@@ -1324,7 +1343,12 @@ mod tests {
             let small = hash_opened(&opened, &mut small, &never, Some(&hook)).unwrap();
             let read = read_on(Running::default(), &opened, &mut buf, &never, None).unwrap();
             let mut ways = vec![];
-            for path in [DataPath::Auto, DataPath::Map, DataPath::Read] {
+            for path in [
+                DataPath::Auto,
+                DataPath::Map,
+                DataPath::MapFault,
+                DataPath::Read,
+            ] {
                 // A fresh run each time, so `auto` measures inside this file.
                 let run = Reading::new(ReadPolicy {
                     path,
@@ -1485,12 +1509,20 @@ mod tests {
 
     #[test]
     fn a_file_that_shrinks_under_its_mapping_is_an_error_not_a_crash() {
+        // Populated at once, or filled by faults as it is hashed.
+        for populate in [true, false] {
+            shrinks_under_its_mapping(populate);
+        }
+    }
+
+    fn shrinks_under_its_mapping(populate: bool) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big");
         std::fs::write(&path, noise(2 * 1024 * 1024, 3)).unwrap();
         let opened = open_path(&path, false).unwrap();
         crate::mapped::catch_sigbus();
-        let window = crate::mapped::Window::map(&opened.file, 0, 2 * 1024 * 1024).unwrap();
+        let window =
+            crate::mapped::Window::map(&opened.file, 0, 2 * 1024 * 1024, populate).unwrap();
         assert!(window.intact());
         // Another writer truncates the file while it is mapped: touching the
         // lost pages raises SIGBUS, which must not kill us.
@@ -1509,7 +1541,10 @@ mod tests {
             &Reading::default(),
         )
         .expect_err("the lost pages were noticed");
-        assert!(err.to_string().contains("shrank"), "{err}");
+        assert!(
+            err.to_string().contains("shrank"),
+            "{err} (populate: {populate})"
+        );
         // Hashing it now sees the new size; a fresh mapping is intact.
         let d = hash_file(&path, false, &mut new_buffer()).unwrap();
         assert_eq!(d.size, 4096);

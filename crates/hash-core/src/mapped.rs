@@ -10,7 +10,9 @@
 //! four ahead requested first ([`in_pieces`]), and unmapped, so memory stays
 //! bounded whatever the file's size. Before a window is hashed
 //! the next one is announced with `POSIX_FADV_WILLNEED`, so on cold data the
-//! disk reads ahead while the core hashes.
+//! disk reads ahead while the core hashes. A window can also be left to fill
+//! by page faults as it is hashed: which costs less depends on how large the
+//! page cache's folios are, so [`crate::datapath`] times both.
 //!
 //! The classic danger of mapping a file is that another process truncates it
 //! while it is mapped: touching a page past the new end raises `SIGBUS`,
@@ -178,11 +180,12 @@ impl Drop for Claim {
 }
 
 impl Window {
-    /// Map `len` bytes of `file` at `offset` (a multiple of the page size).
-    /// `None` when mapping is not possible here (no handler installed with
-    /// [`catch_sigbus`], no free slot,
-    /// `mmap` refused): the caller reads instead.
-    pub fn map(file: &impl AsRawFd, offset: u64, len: usize) -> Option<Window> {
+    /// Map `len` bytes of `file` at `offset` (a multiple of the page size),
+    /// with `populate` its page-table entries filled at once (`MAP_POPULATE`),
+    /// else by page faults as it is read. `None` when mapping is not possible
+    /// here (no handler installed with [`catch_sigbus`], no free slot, `mmap`
+    /// refused): the caller reads instead.
+    pub fn map(file: &impl AsRawFd, offset: u64, len: usize, populate: bool) -> Option<Window> {
         if len == 0 || !INSTALLED.load(Ordering::Acquire) {
             return None;
         }
@@ -191,18 +194,16 @@ impl Window {
                 .iter()
                 .position(|s| !s.taken.swap(true, Ordering::AcqRel))?,
         );
+        let mut options = memmap2::MmapOptions::new();
+        options.offset(offset).len(len);
+        if populate {
+            options.populate();
+        }
         // SAFETY: a fresh private read-only mapping of an open file. Another
         // process may truncate the file while it is mapped: the SIGBUS handler
         // above turns the lost pages into zeros and `intact` reports it, so
         // the slice `bytes` hands out stays readable for its lifetime.
-        let map = unsafe {
-            memmap2::MmapOptions::new()
-                .offset(offset)
-                .len(len)
-                .populate()
-                .map_copy_read_only(file)
-        }
-        .ok()?;
+        let map = unsafe { options.map_copy_read_only(file) }.ok()?;
         let s = &SLOTS_TABLE[slot.0];
         s.faulted.store(false, Ordering::Release);
         s.len.store(len, Ordering::Release);

@@ -146,6 +146,18 @@ fn window_maps(calls: &str) -> usize {
     calls.lines().filter(|l| l.contains(window)).count()
 }
 
+/// `mmap` calls of hashed windows left to fill by page faults: private
+/// read-only mappings of 1 MiB or more without `MAP_POPULATE` (the loader maps
+/// its small cache that way too).
+fn fault_window_maps(calls: &str) -> usize {
+    calls
+        .lines()
+        .filter(|l| l.contains("PROT_READ, MAP_PRIVATE, "))
+        .filter_map(|l| l.split(", ").nth(1)?.parse::<u64>().ok())
+        .filter(|&len| len >= 1 << 20)
+        .count()
+}
+
 #[test]
 fn no_mmap_and_data_path_reach_every_binary_and_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -165,21 +177,25 @@ fn no_mmap_and_data_path_reach_every_binary_and_mode() {
                 window_maps(&calls) > 0,
                 "{bin} {mode:?} mapped no window by default:\n{calls}"
             );
-            let reads: [&[&str]; 2] = [&["--no-mmap"], &["--data-path", "read"]];
-            for (flags, maps) in reads
-                .into_iter()
-                .map(|f| (f, false))
-                .chain([(&["--data-path", "map"][..], true)])
-            {
+            // Each way, with whether it maps populated windows and windows
+            // filled by faults.
+            let ways: [(&[&str], bool, bool); 4] = [
+                (&["--no-mmap"], false, false),
+                (&["--data-path", "read"], false, false),
+                (&["--data-path", "map"], true, false),
+                (&["--data-path", "map-fault"], false, true),
+            ];
+            for (flags, maps, faults) in ways {
                 let mut args: Vec<&OsStr> = flags.iter().map(OsStr::new).collect();
                 args.extend(&mode);
                 let (calls, code) = traced(bin, &args, "mmap").unwrap();
                 assert_eq!(code, 0, "{bin} {flags:?} {mode:?}");
                 assert_eq!(
-                    window_maps(&calls) > 0,
-                    maps,
-                    "{bin} {flags:?} {mode:?}: windows mapped: {}\n{calls}",
-                    window_maps(&calls)
+                    (window_maps(&calls) > 0, fault_window_maps(&calls) > 0),
+                    (maps, faults),
+                    "{bin} {flags:?} {mode:?}: windows mapped populated, by faults: {}, {}\n{calls}",
+                    window_maps(&calls),
+                    fault_window_maps(&calls)
                 );
             }
         }
