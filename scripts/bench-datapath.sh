@@ -9,7 +9,7 @@
 #   hash-bench datapath --way map|map-fault|map-fault-prefetch|map-copy|map-prefetch|read|read-thread --buffer 64K..1M
 #       the experiment's ways (see crates/hash-bench/src/datapath.rs); on one thread
 #       for a dataset of one file, on one thread per CPU otherwise
-#   hash-serial and hash-threads with --data-path map, read and auto (the default)
+#   hash-serial and hash-threads with --data-path map, map-fault, read and auto (the default)
 #   rhash --sha256 (when installed), the peer to beat
 # Every command's output is first checked against sha256sum. Writes hyperfine's
 # Markdown tables, with the CPU named, to FILE (default: results/datapath-HOST-DATE.md)
@@ -67,7 +67,7 @@ for n in "${names[@]}"; do
         done
     done
     for h in hash-serial hash-threads; do
-        for p in map read auto; do
+        for p in map map-fault read auto; do
             cmds+=("$bin/$h --data-path $p $dir")
         done
     done

@@ -544,7 +544,7 @@ fn steal_line(r: &Results) -> String {
         .max_by(|a, b| a.0.total_cmp(&b.0));
     let what = "host steal time (the hypervisor running something else on this guest's CPUs)";
     match most {
-        Some((p, _)) if p < 0.05 => format!("{what}: none in any benchmark\n"),
+        Some((p, _)) if p < 0.05 => format!("{what}: under 0.05 % in every benchmark\n"),
         Some((p, id)) => {
             format!("{what}: at most {p:.1} % of the CPU time in any benchmark ({id})\n")
         }

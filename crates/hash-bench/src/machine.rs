@@ -221,12 +221,13 @@ fn parse_openssl_speed(text: &str) -> Option<f64> {
 
 /// The `cpu` line of `/proc/stat`, summed over all CPUs, in clock ticks: the time the
 /// hypervisor ran something else while this guest wanted its vCPUs (`steal`), and all
-/// the time accounted (every column, idle included).
+/// the time accounted (the first eight columns, idle included; the two after them, the
+/// time this machine ran guests of its own, are already counted in the first two).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuTicks {
     /// The `steal` column (the eighth number).
     pub steal_ticks: u64,
-    /// The sum of every column.
+    /// The sum of the first eight columns.
     pub total_ticks: u64,
 }
 
@@ -262,7 +263,7 @@ fn parse_cpu_ticks(stat: &str) -> Option<CpuTicks> {
         .ok()?;
     Some(CpuTicks {
         steal_ticks: *cols.get(7)?,
-        total_ticks: cols.iter().sum(),
+        total_ticks: cols[..8].iter().sum(),
     })
 }
 
@@ -370,8 +371,9 @@ mod tests {
 
     #[test]
     fn steal_is_the_eighth_column_of_the_cpu_line() {
-        // A guest's /proc/stat (cpu0/cpu1 lines must not be taken for the sum).
-        let text = "cpu  1364565 0 389800 1601979 53123 0 4452 781 0 0\n\
+        // A guest's /proc/stat (cpu0/cpu1 lines must not be taken for the sum; the
+        // guest columns after steal are part of user and nice already).
+        let text = "cpu  1364565 0 389800 1601979 53123 0 4452 781 900 7\n\
                     cpu0 639585 0 183481 862921 21371 0 492 380 0 0\n\
                     intr 1 2 3\n";
         let t = parse_cpu_ticks(text).unwrap();

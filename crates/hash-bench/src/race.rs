@@ -117,6 +117,17 @@ fn ready(plan: &Plan, work: &Path, b: &PlanEntry, before: Option<&PlanEntry>) ->
     Ok(())
 }
 
+/// Write what the host took of the CPUs since `before` (`None`: `/proc/stat` could not
+/// be read, and nothing is recorded) as benchmark `id`'s host record.
+fn record_host(work: &Path, id: &str, before: Option<crate::machine::CpuTicks>) -> Result<()> {
+    if let (Some(before), Some(after)) = (before, crate::machine::CpuTicks::now()) {
+        let host = plan::host_path(work, id);
+        std::fs::write(&host, serde_json::to_vec(&after.since(before))?)
+            .with_context(|| format!("writing {}", host.display()))?;
+    }
+    Ok(())
+}
+
 /// Evict `data` and run `b`'s command once, untimed, its output discarded: a warm run
 /// then finds the page cache as the program's own first run left it, the state a
 /// user's second run meets, whatever ran before it in the sweep.
@@ -219,6 +230,7 @@ fn race_plan(
         for record in [
             plan::residency_record(work, &b.id),
             plan::link_record(work, &b.id),
+            plan::host_path(work, &b.id),
         ] {
             match std::fs::remove_file(&record) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -262,11 +274,7 @@ fn race_plan(
         if plan.location.is_network() {
             crate::net::finish(work, &b.id)?;
         }
-        if let (Some(before), Some(after)) = (ticks, crate::machine::CpuTicks::now()) {
-            let host = plan::host_path(work, &b.id);
-            std::fs::write(&host, serde_json::to_vec(&after.since(before))?)
-                .with_context(|| format!("writing {}", host.display()))?;
-        }
+        record_host(work, &b.id, ticks)?;
         std::fs::rename(&part, &export)
             .with_context(|| format!("renaming {} to {}", part.display(), export.display()))?;
         left = left.saturating_sub(estimate(b));

@@ -34,9 +34,9 @@
 //! cached files are hashed in [`SEGMENT`]s taking turns between the three ways,
 //! each segment timed on the thread that hashes it, as the run's files of that
 //! size would run: when a core is spare, the hasher maps a file's first 2 MiB
-//! and a mapper thread the rest, so a map segment is timed with the mapping
-//! only of what lies in a file's first 2 MiB (counting the page-table fill
-//! chose `read` on that AMD guest, 7 % slower there); a map-fault segment's
+//! and a mapper thread the rest, so a map segment is charged that share of
+//! its mapping and unmapping: 2 MiB over the file's size (counting all of the
+//! page-table fill chose `read` on that AMD guest, 7 % slower there); a map-fault segment's
 //! faults are all the hasher's. Once each way has [`SAMPLES`] segments, the
 //! way with the lowest median time per byte is used for the rest of the run
 //! (and named by `--stats`). The cost is bounded: about `SAMPLES` segments

@@ -774,15 +774,15 @@ fn map_here(
 }
 
 /// Map and hash the next `len` bytes of `opened` on this thread, as [`map_here`], and
-/// return the thread's CPU time it took: the mapping and the hashing of what lies
-/// before the file offset `charged`, only the hashing beyond it (what a mapper maps).
-/// `None` as soon as a window cannot be mapped.
+/// return the thread's CPU time it took: the hashing (with the faults of a window not
+/// populated), and `share` (0 to 1) of the mapping and unmapping. `None` as soon as a
+/// window cannot be mapped.
 fn map_timed(
     run: &mut Running,
     opened: &Opened,
     len: u64,
     reading: &Reading,
-    charged: u64,
+    share: f64,
     populate: bool,
 ) -> io::Result<Option<std::time::Duration>> {
     use crate::datapath::{thread_time, SEGMENT};
@@ -791,19 +791,18 @@ fn map_timed(
     let mut took = std::time::Duration::ZERO;
     while run.size() < end {
         let offset = run.size();
-        // A window ends where the charged part does, so each is timed one way.
-        let stop = if offset < charged { charged } else { end };
-        let n = (SEGMENT as usize).min((stop.min(end) - offset) as usize);
-        let with_mapping = offset < charged;
+        let n = (SEGMENT as usize).min((end - offset) as usize);
         let mapping = thread_time();
         let Some(w) = Window::map(&opened.file, offset, n, populate) else {
             return Ok(None);
         };
         will_need(&opened.file, offset + n as u64, SEGMENT as usize);
         let hashing = thread_time();
-        drop(take(run, w, opened, reading)?);
-        let from = if with_mapping { mapping } else { hashing };
-        took += thread_time().saturating_sub(from);
+        let w = take(run, w, opened, reading)?;
+        let hashed = thread_time();
+        drop(w);
+        let mapped = hashing.saturating_sub(mapping) + thread_time().saturating_sub(hashed);
+        took += hashed.saturating_sub(hashing) + mapped.mul_f64(share);
     }
     Ok(Some(took))
 }
@@ -852,9 +851,10 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
         let took = if way != Way::Read {
             // Timed as the run's next files of this size would run (`map_rest` from
             // their start): with a core to spare, more than a `SHORT_WINDOW` in the
-            // file and a mapper not refused, the hasher maps the first `SHORT_WINDOW`
-            // and its mapper the rest, so the hasher pays the mapping of the first
-            // only. Charging all of it to 8 MiB files made the way a coin toss for
+            // file and a mapper not refused, the hasher maps and unmaps the first
+            // `SHORT_WINDOW` and its mapper the rest, so the hasher is charged that
+            // share of the page-table work, wherever in the file the segment lies.
+            // Charging all of it to 8 MiB files made the way a coin toss for
             // `hash-serial` on them (0.65 against 0.66 ms per MiB), though reading
             // them took 8 % longer (AMD EPYC family 25 model 17). Faults are taken
             // by the hasher itself (a mapper would only move them), so they are all
@@ -864,8 +864,12 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
                 && core_to_spare(reading)
                 && size > SHORT_WINDOW as u64
                 && !mapper_refused();
-            let charged = if helper { SHORT_WINDOW as u64 } else { size };
-            match map_timed(&mut run, opened, len, reading, charged, populate)? {
+            let share = if helper {
+                SHORT_WINDOW as f64 / size as f64
+            } else {
+                1.0
+            };
+            match map_timed(&mut run, opened, len, reading, share, populate)? {
                 Some(took) => took,
                 None => break Way::Read,
             }
