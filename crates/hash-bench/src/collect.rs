@@ -216,9 +216,10 @@ pub fn measure(raw: &Path, id: &str, cache: Cache, runs: u32, limits: Limits) ->
             flags.push(format!("run {} exited with {c:?}", i + 1));
         }
     }
-    let rss = read_rss(&raw.join(format!("{id}.rss.json")))?;
-    let host_steal_percent = read_host(&raw.join(format!("{id}.host.json")))?
-        .and_then(crate::machine::CpuTicks::steal_percent);
+    // Older sweeps took the peak RSS from hyperfine, and recorded no host time.
+    let rss: Option<RssSample> = read_record(&raw.join(format!("{id}.rss.json")))?;
+    let host: Option<crate::machine::CpuTicks> = read_record(&raw.join(format!("{id}.host.json")))?;
+    let host_steal_percent = host.and_then(crate::machine::CpuTicks::steal_percent);
     let peak_rss_tree_kib = rss.as_ref().and_then(|r| r.tree_sum_kib);
     let peak_rss_kib = match (&rss, timing.peak_rss_bytes) {
         (Some(r), _) => Some(r.max_rss_kib),
@@ -282,17 +283,8 @@ fn residency_flags(timed: &[f64], cache: Cache, limits: Limits) -> Vec<String> {
     flags
 }
 
-/// The peak-RSS record, if the RSS run left one (older sweeps took it from hyperfine).
-fn read_rss(path: &Path) -> Result<Option<RssSample>> {
-    read_record(path)
-}
-
-/// The host-time record, if the race could read `/proc/stat` (older sweeps had none).
-fn read_host(path: &Path) -> Result<Option<crate::machine::CpuTicks>> {
-    read_record(path)
-}
-
-/// A JSON record of the raw directory; `None` if there is none.
+/// A JSON record of the raw directory (the peak-RSS run's, the host's time); `None`
+/// if there is none.
 fn read_record<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(

@@ -890,9 +890,10 @@ fn hash_cached(opened: &Opened, buf: &mut [u8], reading: &Reading) -> io::Result
     };
     match way {
         Way::Map => map_rest(&mut run, opened, reading)?,
+        // A window that cannot be mapped leaves the rest to `read_on`.
         Way::MapFault => {
             let left = size.saturating_sub(run.size());
-            let _ = map_here(
+            map_here(
                 &mut run,
                 opened,
                 left,
