@@ -175,6 +175,51 @@ fn own_cold_run(plan: &Plan, b: &PlanEntry, data: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The untimed run of `b` under `hash-bench maxrss`, which records its peak
+/// RSS (and, cold, evicts the data first).
+fn rss_run(
+    hash_bench: &Path,
+    work: &Path,
+    b: &PlanEntry,
+    cgroup: Option<&MemoryCgroup>,
+) -> Result<()> {
+    let mut rss_run = Command::new(hash_bench);
+    if let Some(g) = cgroup {
+        g.attach(&mut rss_run);
+    }
+    let status = rss_run
+        .arg("maxrss")
+        .arg("--work")
+        .arg(work)
+        .args(["--id", &b.id])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("running {}", hash_bench.display()))?;
+    if !status.success() {
+        bail!("{}: the peak-RSS run failed ({status})", b.id);
+    }
+    Ok(())
+}
+
+/// Remove the records a timed run of `id` writes (residency, link, host),
+/// so that a rerun never keeps an earlier run's.
+fn clear_records(work: &Path, id: &str) -> Result<()> {
+    for record in [
+        plan::residency_record(work, id),
+        plan::link_record(work, id),
+        plan::host_path(work, id),
+    ] {
+        match std::fs::remove_file(&record) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", record.display()))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn race_plan(
     plan: &Plan,
     work: &Path,
@@ -211,34 +256,8 @@ fn race_plan(
         ready(plan, work, b, ran)?;
         ran = Some(b);
         // The untimed peak-RSS run (evicted first when cold) doubles as the warm-up run.
-        let mut rss_run = Command::new(hash_bench);
-        if let Some(g) = cgroup {
-            g.attach(&mut rss_run);
-        }
-        let status = rss_run
-            .arg("maxrss")
-            .arg("--work")
-            .arg(work)
-            .args(["--id", &b.id])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .status()
-            .with_context(|| format!("running {}", hash_bench.display()))?;
-        if !status.success() {
-            bail!("{}: the peak-RSS run failed ({status})", b.id);
-        }
-        for record in [
-            plan::residency_record(work, &b.id),
-            plan::link_record(work, &b.id),
-            plan::host_path(work, &b.id),
-        ] {
-            match std::fs::remove_file(&record) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("removing {}", record.display()))
-                }
-                _ => {}
-            }
-        }
+        rss_run(hash_bench, work, b, cgroup)?;
+        clear_records(work, &b.id)?;
         let export = plan::export_path(work, &b.id);
         let mut part = OsString::from(export.as_os_str());
         part.push(".part");

@@ -10,9 +10,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, Counts};
 use crate::check::{self, CheckRun};
 use crate::cli::{self, Config, Mode};
 use crate::diag;
@@ -20,7 +20,7 @@ use crate::escape::path_bytes;
 use crate::filelist::{self, Listed};
 use crate::hasher::Reading;
 use crate::merge;
-use crate::output::{OutputOptions, RunInfo, Writer};
+use crate::output::{OutputOptions, RunInfo, Summary, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
 use crate::strategy::{Engine, Job, Outcome, Ran, Strategy};
@@ -190,11 +190,7 @@ fn hash(
     };
     let out = &out;
     let reading = engine.reading();
-    let progress = show_progress.then(|| {
-        let total = (plan.files.len() as u64, plan.total_bytes());
-        let one_reader = engine.strategy() == crate::Strategy::Serial;
-        Progress::start(total.0, total.1, one_reader, Arc::clone(&reading))
-    });
+    let progress = show_progress.then(|| start_progress(engine, &plan, &reading));
     let mut writer = Writer::new(&plan.files, crate::stdio::stdout(), *out, progress.as_ref());
     for e in &plan.errors {
         writer.error(e);
@@ -207,18 +203,15 @@ fn hash(
         }
         writer.accept(i, outcome)
     };
+    let how = Cached {
+        engine,
+        reading: &reading,
+        prune,
+        progress: progress.as_ref(),
+    };
     let ran = match &mut cache {
         None => run_plan(engine, &plan.files, &reading, &mut deliver),
-        Some(c) => {
-            let (reading, progress) = (&reading, progress.as_ref());
-            let how = Cached {
-                engine,
-                reading,
-                prune,
-                progress,
-            };
-            run_cached(c, &how, &plan, &mut deliver)
-        }
+        Some(c) => run_cached(c, &how, &plan, &mut deliver),
     };
     let strategy = engine.strategy();
     let workers = ran
@@ -247,33 +240,62 @@ fn hash(
     }
     if let Some(s) = &shard {
         let errors = summary.errors;
-        if let Err(exit) = shard_line(
-            |o| s.write_trailer(o, &plan.files, errors, out.zero),
-            errors > 0,
-        ) {
+        let trailer = |o: &mut _| s.write_trailer(o, &plan.files, errors, out.zero);
+        if let Err(exit) = shard_line(trailer, errors > 0) {
             return exit;
         }
     }
     if config.stats {
-        let name = match ran.io {
-            Some(io) => format!("{} ({io})", strategy.name()),
-            None => strategy.name().to_string(),
+        let stats = Stats {
+            summary: &summary,
+            elapsed: start.elapsed(),
+            workers,
+            counts: counts.as_ref(),
         };
-        crate::show!("{}", summary.render(start.elapsed(), &name, workers));
-        if let Some(depth) = ran.in_flight {
-            crate::show!("in flight: {depth}");
-        }
-        if let Some(order) = ran.order {
-            crate::show!("read order: {order}");
-        }
-        let (way, samples) = reading.data_path();
-        if let Some(line) = crate::datapath::describe(reading.policy().path, way, &samples) {
-            crate::show!("{line}");
-        }
-        counts.inspect(|c| crate::show!("{}", c.render()));
+        show_stats(&stats, strategy, &ran, &reading);
     }
     let changed = config.strict && counts.is_some_and(|c| c.changed > 0);
     Exit::from_failed(summary.errors > 0 || changed)
+}
+
+/// The progress line of a run of `plan`, shown while the engine reads.
+fn start_progress(engine: &Engine, plan: &walk::Plan, reading: &Arc<Reading>) -> Progress {
+    let one_reader = engine.strategy() == Strategy::Serial;
+    let (files, bytes) = (plan.files.len() as u64, plan.total_bytes());
+    Progress::start(files, bytes, one_reader, Arc::clone(reading))
+}
+
+/// What a hashing run tells `--stats`, besides the engine's own account.
+struct Stats<'a> {
+    summary: &'a Summary,
+    elapsed: Duration,
+    workers: usize,
+    counts: Option<&'a Counts>,
+}
+
+/// Write the `--stats` lines to stderr: the summary, then each choice the
+/// engine made at run time (I/O, depth, order, data path) and the cache's
+/// counts, each only where it applies.
+fn show_stats(stats: &Stats<'_>, strategy: Strategy, ran: &Ran, reading: &Reading) {
+    let name = match &ran.io {
+        Some(io) => format!("{} ({io})", strategy.name()),
+        None => strategy.name().to_string(),
+    };
+    let summary = stats.summary.render(stats.elapsed, &name, stats.workers);
+    crate::show!("{summary}");
+    if let Some(depth) = &ran.in_flight {
+        crate::show!("in flight: {depth}");
+    }
+    if let Some(order) = &ran.order {
+        crate::show!("read order: {order}");
+    }
+    let (way, samples) = reading.data_path();
+    if let Some(line) = crate::datapath::describe(reading.policy().path, way, &samples) {
+        crate::show!("{line}");
+    }
+    if let Some(c) = stats.counts {
+        crate::show!("{}", c.render());
+    }
 }
 
 /// Keep `shard`'s part of `plan` and write its header line; the output

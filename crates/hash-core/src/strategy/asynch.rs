@@ -298,25 +298,7 @@ fn run(
             running: AtomicUsize::new(0),
         });
         let more = || common.cursor.load(Ordering::Relaxed) < common.order.len();
-        let spawn = || {
-            let common = common.clone();
-            common.running.fetch_add(1, Ordering::Relaxed);
-            tokio::task::spawn_blocking(move || {
-                let tx = common.tx.clone();
-                let (mut done, mut left) = (Vec::new(), false);
-                let body = || task(&common, &mut done, &mut left);
-                // A task that panics (a bug; the default hook has printed
-                // it) still reports what it finished, and that it ended: the
-                // loop holds a sender itself, so it would wait forever for a
-                // task that says nothing. The file it was on stays pending.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-                if !left {
-                    common.running.fetch_sub(1, Ordering::Relaxed);
-                }
-                // A closed channel means the writer stopped: nothing to do.
-                let _ = tx.send(Msg::Done(done));
-            });
-        };
+        let spawn = || spawn_task(Arc::clone(&common));
         let mut in_flight = 0usize;
         let start = common.depth.as_ref().map_or(workers, |d| d.target());
         while in_flight < start.max(1) && in_flight < nfiles {
@@ -357,17 +339,41 @@ fn run(
                 break; // every task is done: files are pending only after a panic
             }
         }
-        for i in (0..reported.len()).filter(|&i| !reported[i]) {
-            if sink(i, Err(lost())).is_break() {
-                return true;
-            }
-        }
-        false
+        report_lost(&reported, sink).is_break()
     });
     if stopped {
         // Do not wait for files still being hashed: nobody will read them.
         runtime.shutdown_background();
     }
+}
+
+/// Start one task on the blocking pool, counted as running until it leaves.
+fn spawn_task(common: Arc<Common>) {
+    common.running.fetch_add(1, Ordering::Relaxed);
+    tokio::task::spawn_blocking(move || {
+        let tx = common.tx.clone();
+        let (mut done, mut left) = (Vec::new(), false);
+        let body = || task(&common, &mut done, &mut left);
+        // A task that panics (a bug; the default hook has printed it) still
+        // reports what it finished, and that it ended: the loop holds a
+        // sender itself, so it would wait forever for a task that says
+        // nothing. The file it was on stays pending.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        if !left {
+            common.running.fetch_sub(1, Ordering::Relaxed);
+        }
+        // A closed channel means the writer stopped: nothing to do.
+        let _ = tx.send(Msg::Done(done));
+    });
+}
+
+/// Report each file no task reported (its task panicked) as lost, so that
+/// every file is either hashed or reported.
+fn report_lost(reported: &[bool], sink: &mut Sink<'_>) -> ControlFlow<()> {
+    for i in (0..reported.len()).filter(|&i| !reported[i]) {
+        sink(i, Err(lost()))?;
+    }
+    ControlFlow::Continue(())
 }
 
 /// One task on the blocking pool: hash files from the shared cursor into
