@@ -239,16 +239,38 @@ fn refuse_tag_then_text(cmd: &mut clap::Command, m: &clap::ArgMatches) -> Result
 }
 
 /// Parse the process's arguments (exiting with status 2 and clap's message on a
-/// usage error, 0 for `--help`/`--version`).
+/// usage error, 0 for `--help`/`--version`, 1 when their text cannot be
+/// written).
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     let mut cmd = command(tool, strategy);
-    let matches = cmd.get_matches_mut();
+    let matches = match cmd.try_get_matches_from_mut(std::env::args_os()) {
+        Ok(matches) => matches,
+        Err(e) if !e.use_stderr() => print_and_exit(e.to_string().as_bytes()),
+        Err(e) => e.exit(),
+    };
     if let Some(&kind) = matches.get_one::<crate::generate::Generate>("generate") {
-        let written = crate::generate::write(kind, cmd, &mut std::io::stdout().lock());
-        std::process::exit(i32::from(written.is_err()));
+        let mut text = Vec::new();
+        crate::generate::write(kind, cmd, &mut text).expect("writing to memory");
+        print_and_exit(&text);
     }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
     config(strategy, &matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Write `text` (help, a version, a generated file) to stdout and exit: 0,
+/// also when the reader has gone (`| head`), 1 with a `write error` message
+/// when stdout fails otherwise (`> /dev/full`), as GNU's tools do.
+fn print_and_exit(text: &[u8]) -> ! {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let code = match out.write_all(text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            crate::diag::write_failed(&e);
+            1
+        }
+        _ => 0,
+    };
+    std::process::exit(code)
 }
 
 /// The resolved configuration of parsed arguments: the strategy builds its

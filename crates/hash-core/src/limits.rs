@@ -54,3 +54,10 @@ pub fn free_descriptors() -> Option<usize> {
     let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
     Some((limit as usize).saturating_sub(open))
 }
+
+/// The soft limit on this process's address space (`ulimit -v`), in bytes;
+/// `None` when there is none. Read, never changed, like [`free_descriptors`].
+pub fn address_space() -> Option<u64> {
+    use rustix::process::{getrlimit, Resource};
+    getrlimit(Resource::As).current
+}

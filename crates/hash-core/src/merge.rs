@@ -437,7 +437,7 @@ fn write(entries: &[&Entry], opts: &OutputOptions) -> io::Result<()> {
     for e in entries {
         write_line(&mut out, opts, &e.digest, &e.path)?;
         if let Some(t) = &mut tree {
-            t.add(&e.path[e.rel..], e.size, e.digest);
+            t.add(&e.path, e.rel, e.size, e.digest);
         }
     }
     if let Some(t) = tree {

@@ -271,7 +271,7 @@ impl<'a, W: Write> Writer<'a, W> {
         self.summary.bytes += size;
         // Standard input has no place in a tree.
         if let Some(tree) = self.tree.as_mut().filter(|_| !crate::walk::is_stdin(job)) {
-            tree.add(job.rel_path(), size, digest);
+            tree.add(path_bytes(&job.path), job.rel, size, digest);
         }
         match &mut self.json {
             Some((files, _)) => {

@@ -10,33 +10,55 @@
 //! then for each file:  relative-path NUL size-in-decimal NUL 32-raw-digest-bytes
 //! ```
 //!
-//! A Unix path cannot contain NUL, so the encoding is unambiguous. The root's own
-//! name, the strategy, the job count and the machine do not enter it; any change
-//! to a file's content, name or place does. It does not cover permissions,
-//! owners, times, empty directories, symbolic links that were not followed, or
-//! files that could not be read (the run reports those and exits 1).
+//! Where the files were found under more than one root (the parts of their
+//! paths before the relative part differ: `--tree r1 r2`), each file's whole
+//! path, as printed, takes the place of its relative path: relative paths
+//! alone would let a file move from one root to another unnoticed.
+//!
+//! A Unix path cannot contain NUL, so the encoding is unambiguous. For one
+//! root, the root's own name, the strategy, the job count and the machine do
+//! not enter it; any change to a file's content, name or place does. It does
+//! not cover permissions, owners, times, empty directories, symbolic links
+//! that were not followed, or files that could not be read (the run reports
+//! those and exits 1).
 
 use sha2::{Digest, Sha256};
 
 /// Collects files, in any order, and computes the tree digest.
 #[derive(Debug, Default)]
 pub struct TreeDigest {
-    entries: Vec<(Vec<u8>, u64, [u8; 32])>,
+    entries: Vec<Entry>,
 }
 
+/// A file's whole path, where its relative part starts, its size, its digest.
+type Entry = (Vec<u8>, usize, u64, [u8; 32]);
+
 impl TreeDigest {
-    /// Add one file: path relative to its root, size, digest.
-    pub fn add(&mut self, rel: &[u8], size: u64, digest: [u8; 32]) {
-        self.entries.push((rel.to_vec(), size, digest));
+    /// Add one file: its path, the offset in it where the part relative to
+    /// its root starts, its size and its digest.
+    pub fn add(&mut self, path: &[u8], rel: usize, size: u64, digest: [u8; 32]) {
+        self.entries.push((path.to_vec(), rel, size, digest));
     }
 
     /// The digest of everything added (see the module doc for the form).
-    pub fn finish(mut self) -> [u8; 32] {
-        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+    pub fn finish(self) -> [u8; 32] {
+        let one_root = match self.entries.first() {
+            None => true,
+            Some((p0, r0, ..)) => self.entries.iter().all(|(p, r, ..)| p[..*r] == p0[..*r0]),
+        };
+        let mut named: Vec<(&[u8], u64, [u8; 32])> = self
+            .entries
+            .iter()
+            .map(|(path, rel, size, digest)| {
+                let name = if one_root { &path[*rel..] } else { &path[..] };
+                (name, *size, *digest)
+            })
+            .collect();
+        named.sort_by(|a, b| a.0.cmp(b.0));
         let mut h = Sha256::new();
         h.update(b"hashrace-tree-v1\0");
-        for (rel, size, digest) in &self.entries {
-            h.update(rel);
+        for (name, size, digest) in &named {
+            h.update(name);
             h.update(b"\0");
             h.update(size.to_string().as_bytes());
             h.update(b"\0");
@@ -53,8 +75,9 @@ mod tests {
     #[test]
     fn the_canonical_form_is_what_the_doc_says() {
         let mut t = TreeDigest::default();
-        t.add(b"b", 3, [2; 32]);
-        t.add(b"a/x", 1, [1; 32]);
+        // One root, "r/": the relative paths are named.
+        t.add(b"r/b", 2, 3, [2; 32]);
+        t.add(b"r/a/x", 2, 1, [1; 32]);
         let mut stream = b"hashrace-tree-v1\0a/x\x001\0".to_vec();
         stream.extend([1; 32]);
         stream.extend(b"b\x003\0");
@@ -83,7 +106,7 @@ mod tests {
         let digest = |files: &[(&[u8], u64, u8)]| {
             let mut t = TreeDigest::default();
             for &(p, s, d) in files {
-                t.add(p, s, [d; 32]);
+                t.add(p, 0, s, [d; 32]);
             }
             t.finish()
         };
@@ -93,5 +116,27 @@ mod tests {
         assert_ne!(base, digest(&[(b"a", 1, 1), (b"b", 3, 2)]));
         assert_ne!(base, digest(&[(b"a", 1, 1), (b"b", 2, 3)]));
         assert_ne!(base, digest(&[(b"a", 1, 1)]));
+    }
+
+    #[test]
+    fn files_under_several_roots_are_named_by_their_whole_paths() {
+        let digest = |files: &[(&[u8], usize)]| {
+            let mut t = TreeDigest::default();
+            for (i, &(path, rel)) in files.iter().enumerate() {
+                t.add(path, rel, 1, [i as u8; 32]);
+            }
+            t.finish()
+        };
+        // One root: its name does not count.
+        assert_eq!(
+            digest(&[(b"A/x", 2), (b"A/y", 2)]),
+            digest(&[(b"B/x", 2), (b"B/y", 2)])
+        );
+        // Two roots: x moving from r1 to r2 (and y back) changes the digest,
+        // where the relative paths alone would not.
+        let before = digest(&[(b"r1/x", 3), (b"r2/y", 3)]);
+        assert_ne!(before, digest(&[(b"r2/x", 3), (b"r1/y", 3)]));
+        // ...and it is the digest of the whole paths, as one root "" would give.
+        assert_eq!(before, digest(&[(b"r1/x", 0), (b"r2/y", 0)]));
     }
 }

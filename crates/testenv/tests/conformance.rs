@@ -539,6 +539,32 @@ fn the_tree_digest_tracks_content_names_and_layout_not_the_root() {
 }
 
 #[test]
+fn a_file_moved_between_two_roots_changes_the_tree_digest() {
+    // In A and C: r1/x and r2/y; in B: r2/x and r1/y. The same relative
+    // paths and contents; only the places differ. Run inside each, so that
+    // the printed paths are the same but for the move.
+    let t = Tree::new();
+    for top in ["A", "C"] {
+        t.file(format!("{top}/r1/x").as_bytes(), b"one");
+        t.file(format!("{top}/r2/y").as_bytes(), b"two");
+    }
+    t.file(b"B/r2/x", b"one");
+    t.file(b"B/r1/y", b"two");
+    each_binary(|env| {
+        let digest = |top: &str| {
+            let mut cmd = env.command();
+            cmd.current_dir(t.path(top.as_bytes()));
+            let out = run(cmd.args(["--tree", "r1", "r2"]));
+            show(&out.stdout).lines().last().unwrap().to_owned()
+        };
+        let a = digest("A");
+        assert!(a.starts_with("# tree-sha256 "), "{a}");
+        assert_eq!(a, digest("C"), "the same layout elsewhere");
+        assert_ne!(a, digest("B"), "x and y moved between the roots");
+    });
+}
+
+#[test]
 fn files_from_lists_paths_newline_or_nul_separated() {
     let t = Tree::nasty();
     let a = t.path(b"with space");

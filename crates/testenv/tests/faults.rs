@@ -106,6 +106,34 @@ fn closed_standard_streams_and_a_full_disk_fail_as_gnu_does() {
 }
 
 #[test]
+fn help_version_and_generated_files_fail_on_a_full_disk_as_gnu_does() {
+    // GNU: `sha256sum --help >/dev/full` says "write error" and exits 1.
+    let want_script = r#"exec "$0" --help >/dev/full"#;
+    each_binary(|env| {
+        let want = gnu_first_message(want_script, &[], env.name());
+        for what in ["--help", "--version", "completions-bash", "man"] {
+            let script = match what {
+                "man" | "completions-bash" => format!(r#"exec "$0" --generate {what} >/dev/full"#),
+                _ => format!(r#"exec "$0" {what} >/dev/full"#),
+            };
+            let out = sh(&script, env.path(), &[]);
+            let err = show(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{script}: {err}");
+            assert!(
+                err.starts_with(&want),
+                "{script}: {err} is not GNU's {want}"
+            );
+            assert_eq!(err.lines().count(), 1, "{script}: {err}");
+            // A reader that leaves early is no error, as in a hashing run.
+            let script = script.replace(">/dev/full", "| true");
+            let out = sh(&script, env.path(), &[]);
+            let got = (out.status.code(), show(&out.stderr));
+            assert_eq!(got, (Some(0), String::new()), "{script}");
+        }
+    });
+}
+
+#[test]
 fn a_reader_that_leaves_early_ends_the_run_quietly_with_the_status_so_far() {
     let t = Tree::new();
     for i in 0..3000 {
@@ -306,6 +334,54 @@ fn a_low_address_space_limit_runs_with_the_threads_it_can_start() {
         // ...and every file is there, with GNU's digest.
         assert!(out.stdout == want, "output differs: {err}");
         says_only_fewer_workers(env, &err, "-v 204800 -j 32");
+    });
+}
+
+/// The lowest `ulimit -v` (KiB, to 256 KiB) under which `bin --version`
+/// runs: what loading the binary and its libraries takes on this machine.
+fn address_space_to_start(bin: &Path) -> u64 {
+    let starts = |kib: u64| {
+        limited(bin, 'v', kib, &[OsStr::new("--version")])
+            .status
+            .success()
+    };
+    let (mut low, mut high) = (1024, 1 << 21);
+    assert!(starts(high), "{} does not start under 2 GiB", bin.display());
+    while high - low > 256 {
+        let mid = (low + high) / 2;
+        if starts(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    high
+}
+
+#[test]
+fn a_tight_address_space_limit_loses_no_file_and_aborts_nothing() {
+    // 8 MiB above what starting takes: room for two threads and their
+    // buffers, not for every buffer a run would like (hash-async's rings
+    // asked for 8 MiB of read buffers, and aborted when they got it).
+    let t = Tree::new();
+    for i in 0..200 {
+        t.file(format!("f{i}").as_bytes(), format!("{i}").as_bytes());
+    }
+    t.file(b"big1", &vec![7u8; 3_000_000]);
+    t.file(b"big2", &vec![9u8; 1 << 20]);
+    let want = reference("-H", &[t.root()]);
+    each_binary(|env| {
+        let limit = address_space_to_start(env.path()) + 8 * 1024;
+        let mut args: Vec<&OsStr> = Vec::new();
+        if env.is_parallel() {
+            args.extend([OsStr::new("-j"), OsStr::new("2")]);
+        }
+        args.push(t.root().as_os_str());
+        let out = limited(env.path(), 'v', limit, &args);
+        let err = show(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "-v {limit}: {err}");
+        assert!(out.stdout == want, "-v {limit}: output differs: {err}");
+        says_only_fewer_workers(env, &err, &format!("-v {limit} -j 2"));
     });
 }
 

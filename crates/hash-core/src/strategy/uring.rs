@@ -132,7 +132,13 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
         Some(n) => n.div_ceil(workers),
         None => (MAX_READERS / workers).max(1),
     };
-    wanted.min(usable)
+    // Under a low `ulimit -v`, the slots' buffers may take a sixteenth of
+    // it: the rest of the run needs the room (see [`new_slots`]).
+    let room = crate::limits::address_space().map_or(usize::MAX, |limit| {
+        let blocks = usize::try_from(limit / 16 / BLOCK as u64).unwrap_or(usize::MAX);
+        (blocks / workers).max(1)
+    });
+    wanted.min(usable).min(room)
 }
 
 /// The depth all rings keep together: the run's depth policy, if it has
@@ -228,18 +234,47 @@ struct Slot {
 }
 
 impl Slot {
-    fn new() -> Slot {
-        Slot {
+    /// A slot with its buffer, or `None` where no memory is left for the
+    /// buffer (a low `ulimit -v`): the ring then runs with fewer slots
+    /// instead of aborting the run.
+    fn new() -> Option<Slot> {
+        Some(Slot {
             job: 0,
             name: CString::default(),
             fd: None,
             size: 0,
             stamp: Stamp::default(),
             run: Running::default(),
-            buf: vec![0; BLOCK].into_boxed_slice(),
+            buf: zeroed_block()?,
             sent: None,
-        }
+        })
     }
+}
+
+/// A zeroed [`BLOCK`]-byte buffer, or `None` when the allocator has none.
+/// (`vec![0; BLOCK]` would abort the process instead.) Zeroed, not written:
+/// the allocator hands out fresh pages already zero, so a ring's 8 MiB of
+/// buffers cost nothing until reads fill them.
+fn zeroed_block() -> Option<Box<[u8]>> {
+    let layout = std::alloc::Layout::new::<[u8; BLOCK]>();
+    // SAFETY: the layout's size is not zero; a non-null pointer is a fresh,
+    // zeroed allocation of exactly `BLOCK` bytes with that layout, which the
+    // box then owns and frees with the same layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout);
+        (!ptr.is_null()).then(|| Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, BLOCK)))
+    }
+}
+
+/// `n` slots, or where memory runs out first, half of those that fitted:
+/// the other half's memory is left for the rest of the run (its output, the
+/// other rings, a blocking read), which would otherwise find none.
+fn new_slots(n: usize) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = (0..n).map_while(|_| Slot::new()).collect();
+    if slots.len() < n {
+        slots.truncate(slots.len() / 2);
+    }
+    slots
 }
 
 /// A ring's slots. Their names and buffers are the kernel's while requests
@@ -287,9 +322,18 @@ fn ring_thread(
     own_credentials();
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
-    let ring = match IoUring::new((2 * nslots) as u32) {
-        Ok(ring) => ring,
-        Err(_) => {
+    let slots = new_slots(nslots);
+    if slots.len() < nslots {
+        let (k, how) = match slots.len() {
+            0 => (0, "this ring's files are read one at a time".to_owned()),
+            k => (k, format!("running with {k}")),
+        };
+        crate::show!("could start only {k} of {nslots} io_uring slots (out of memory); {how}");
+    }
+    let nslots = slots.len();
+    let ring = match IoUring::new((2 * nslots.max(1)) as u32) {
+        Ok(ring) if nslots > 0 => ring,
+        _ => {
             // `available` said yes a moment ago (say, memory for the ring
             // ran out): hash this thread's share the blocking way.
             hash_rest_blocking(queue, &mut Run::default(), batch, &mut new_buffer());
@@ -308,7 +352,7 @@ fn ring_thread(
         queue,
         tx,
         ring,
-        slots: Slots((0..nslots).map(|_| Slot::new()).collect()),
+        slots: Slots(slots),
         free: (0..nslots).rev().collect(),
         in_flight: 0,
         depth,
