@@ -34,6 +34,9 @@ impl ErrorKind {
             ErrorKind::Io(e) => match e.kind() {
                 io::ErrorKind::NotFound => "not_found",
                 io::ErrorKind::PermissionDenied => "permission_denied",
+                // ELOOP: a symbolic link loop met while opening (a root or a
+                // listed path that is one, or a link under `-L`).
+                _ if e.raw_os_error() == Some(libc::ELOOP) => "loop",
                 _ => "io",
             },
             ErrorKind::NotRegular => "not_regular",
@@ -114,6 +117,15 @@ impl std::error::Error for Error {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbolic_link_loop_is_a_loop_and_other_io_errors_keep_their_kinds() {
+        let kind = |code| ErrorKind::Io(io::Error::from_raw_os_error(code)).name();
+        assert_eq!(kind(libc::ELOOP), "loop");
+        assert_eq!(kind(libc::ENOENT), "not_found");
+        assert_eq!(kind(libc::EACCES), "permission_denied");
+        assert_eq!(kind(libc::EIO), "io");
+    }
 
     #[test]
     fn io_reason_drops_the_os_error_suffix() {

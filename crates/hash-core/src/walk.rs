@@ -48,7 +48,8 @@ pub struct Plan {
     pub files: Vec<Job>,
     /// Paths that could not be walked or examined, in walk order.
     pub errors: Vec<Error>,
-    /// Entries that are not regular files or directories (links, FIFOs, ...).
+    /// Entries that are not regular files or directories (links, FIFOs, ...),
+    /// sorted as the files are.
     pub skipped: Vec<Skipped>,
     /// The roots walked as directories, as given (the cache prunes below
     /// them what the walk no longer finds).
@@ -79,6 +80,9 @@ pub fn plan(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
     }
     // Stable: a root given twice is listed twice, as `find` would.
     plan.files
+        .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
+    // Skipped entries are listed (JSON) in the files' order too.
+    plan.skipped
         .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
     plan
 }
@@ -440,6 +444,25 @@ mod tests {
         let slash = super::plan(&[r.join("a/")], false, false);
         assert_eq!(slash.files[0].rel_path(), b"b");
         assert!(plan.errors.is_empty());
+    }
+
+    #[test]
+    fn skipped_entries_are_sorted_as_the_files_are() {
+        // The walk meets an entry of a subdirectory ("s/real/up") after
+        // those of its parent ("s/sock"), and a second root's after the
+        // first's ("d-link" after the root "s"); sorted, neither order holds.
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        fs::create_dir_all(r.join("s/real")).unwrap();
+        symlink("..", r.join("s/real/up")).unwrap();
+        symlink("x", r.join("s/sock")).unwrap();
+        symlink("x", r.join("d-link")).unwrap();
+        let p = plan(&[r.join("s"), r.to_path_buf()], false, false);
+        let got: Vec<&Path> = p.skipped.iter().map(|s| s.path.as_path()).collect();
+        let mut want = got.clone();
+        want.sort_by(|a, b| path_bytes(a).cmp(path_bytes(b)));
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got, want);
     }
 
     #[test]
