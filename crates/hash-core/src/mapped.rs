@@ -184,9 +184,10 @@ impl Window {
     /// with `populate` its page-table entries filled at once (`MAP_POPULATE`),
     /// else by page faults as it is read. `None` when mapping is not possible
     /// here (no handler installed with [`catch_sigbus`], no free slot, `mmap`
-    /// refused): the caller reads instead.
+    /// refused, too little address space left under a `ulimit -v`: see
+    /// [`crate::limits::leaves_room`]): the caller reads instead.
     pub fn map(file: &impl AsRawFd, offset: u64, len: usize, populate: bool) -> Option<Window> {
-        if len == 0 || !INSTALLED.load(Ordering::Acquire) {
+        if len == 0 || !INSTALLED.load(Ordering::Acquire) || !crate::limits::leaves_room(len) {
             return None;
         }
         let slot = Claim(

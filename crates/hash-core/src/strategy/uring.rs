@@ -58,7 +58,7 @@ use super::queue::{
     collect, guard, hash_here, own_credentials, own_descriptor_table, test_hook, Batch, Queue, Run,
 };
 use super::threads::MAX_READERS;
-use super::{fewer_threads, thread_builder, Job, Outcome, Sink};
+use super::{fewer_threads, room_for_thread, thread_builder, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
 use crate::inflight::{Policy, Shared};
@@ -202,7 +202,9 @@ pub(super) fn run(
                     ring_thread(queue, tx, batch, (slots, depth), network)
                 })
             };
-            if let Err(e) = thread_builder().spawn_scoped(scope, ring) {
+            let spawned =
+                room_for_thread().and_then(|()| thread_builder().spawn_scoped(scope, ring));
+            if let Err(e) = spawned {
                 fewer_threads(started, workers, "io_uring threads", &e);
                 if started == 0 {
                     return hash_here(queue, sink);
@@ -256,6 +258,9 @@ impl Slot {
 /// the allocator hands out fresh pages already zero, so a ring's 8 MiB of
 /// buffers cost nothing until reads fill them.
 fn zeroed_block() -> Option<Box<[u8]>> {
+    if !crate::limits::leaves_room(BLOCK) {
+        return None;
+    }
     let layout = std::alloc::Layout::new::<[u8; BLOCK]>();
     // SAFETY: the layout's size is not zero; a non-null pointer is a fresh,
     // zeroed allocation of exactly `BLOCK` bytes with that layout, which the
