@@ -229,9 +229,9 @@ pub struct ReadBuf {
 impl ReadBuf {
     /// Allocate a buffer (zeroed, as every anonymous mapping is); fails
     /// when the address space is exhausted, or nearly (a low `ulimit -v`:
-    /// see [`crate::limits::leaves_room`]).
+    /// see [`crate::room::leaves_room`]).
     pub fn new() -> io::Result<ReadBuf> {
-        if !crate::limits::leaves_room(2 * BUF_ALLOC) {
+        if !crate::room::leaves_room(2 * BUF_ALLOC) {
             return Err(io::Error::from_raw_os_error(libc::ENOMEM));
         }
         let map = memmap2::MmapOptions::new().len(2 * BUF_ALLOC).map_anon()?;

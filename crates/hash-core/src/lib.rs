@@ -45,6 +45,7 @@ pub mod output;
 pub mod progress;
 pub mod quote;
 pub mod report;
+mod room;
 pub mod shard;
 pub mod stamp;
 pub mod stdio;

@@ -30,11 +30,11 @@ pub fn thread_builder() -> std::thread::Builder {
     std::thread::Builder::new().stack_size(THREAD_STACK)
 }
 
-/// `Ok` when a thread's stack leaves room (see [`leaves_room`]); else the
+/// `Ok` when a thread's stack leaves room (see [`crate::room::leaves_room`]); else the
 /// error a failed spawn gives, so that a pool starts fewer threads, as it
 /// does when the kernel refuses one, instead of taking the last room.
 pub fn room_for_thread() -> std::io::Result<()> {
-    if leaves_room(THREAD_STACK) {
+    if crate::room::leaves_room(THREAD_STACK) {
         Ok(())
     } else {
         Err(std::io::Error::from_raw_os_error(libc::ENOMEM))
@@ -64,39 +64,4 @@ pub fn free_descriptors() -> Option<usize> {
     // (The directory's own descriptor is among those listed.)
     let open = std::fs::read_dir("/proc/self/fd").ok()?.count();
     Some((limit as usize).saturating_sub(open))
-}
-
-/// The soft limit on this process's address space (`ulimit -v`), in bytes;
-/// `None` when there is none. Read, never changed, like [`free_descriptors`].
-pub fn address_space() -> Option<u64> {
-    use rustix::process::{getrlimit, Resource};
-    getrlimit(Resource::As).current
-}
-
-/// Address space that large, optional allocations leave free under a
-/// `ulimit -v` (see [`leaves_room`]).
-pub const ROOM_KEPT: u64 = 4 * 1024 * 1024;
-
-/// Whether `bytes` more of address space would still leave [`ROOM_KEPT`]
-/// under the process's `ulimit -v` (always, without one). What the library
-/// can do without (a huge-page read buffer, a mapped window, io_uring's read
-/// buffers) asks first and does without when told no: the small allocations
-/// every run makes abort the process when they fail, so they must find room
-/// after the large ones have taken theirs. (A hashing thread's 4 MiB buffer
-/// left nothing for them at 8 MiB above what starting the binary takes.)
-pub fn leaves_room(bytes: usize) -> bool {
-    let Some(limit) = address_space() else {
-        return true;
-    };
-    let Some(used) = address_space_used() else {
-        return true;
-    };
-    used.saturating_add(bytes as u64).saturating_add(ROOM_KEPT) <= limit
-}
-
-/// This process's address space in use, in bytes (`/proc/self/statm`).
-fn address_space_used() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().next()?.parse().ok()?;
-    Some(pages * rustix::param::page_size() as u64)
 }

@@ -185,9 +185,9 @@ impl Window {
     /// else by page faults as it is read. `None` when mapping is not possible
     /// here (no handler installed with [`catch_sigbus`], no free slot, `mmap`
     /// refused, too little address space left under a `ulimit -v`: see
-    /// [`crate::limits::leaves_room`]): the caller reads instead.
+    /// [`crate::room::leaves_room`]): the caller reads instead.
     pub fn map(file: &impl AsRawFd, offset: u64, len: usize, populate: bool) -> Option<Window> {
-        if len == 0 || !INSTALLED.load(Ordering::Acquire) || !crate::limits::leaves_room(len) {
+        if len == 0 || !INSTALLED.load(Ordering::Acquire) || !crate::room::leaves_room(len) {
             return None;
         }
         let slot = Claim(

@@ -134,7 +134,7 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
     };
     // Under a low `ulimit -v`, the slots' buffers may take a sixteenth of
     // it: the rest of the run needs the room (see [`new_slots`]).
-    let room = crate::limits::address_space().map_or(usize::MAX, |limit| {
+    let room = crate::room::address_space().map_or(usize::MAX, |limit| {
         let blocks = usize::try_from(limit / 16 / BLOCK as u64).unwrap_or(usize::MAX);
         (blocks / workers).max(1)
     });
@@ -258,7 +258,7 @@ impl Slot {
 /// the allocator hands out fresh pages already zero, so a ring's 8 MiB of
 /// buffers cost nothing until reads fill them.
 fn zeroed_block() -> Option<Box<[u8]>> {
-    if !crate::limits::leaves_room(BLOCK) {
+    if !crate::room::leaves_room(BLOCK) {
         return None;
     }
     let layout = std::alloc::Layout::new::<[u8; BLOCK]>();
