@@ -17,7 +17,8 @@
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
 //! - [`diag`]: every message on stderr, `program: ...`, written once.
 //! - [`limits`]: the process-wide settings a binary opts in to (the library
-//!   itself changes no process state).
+//!   itself changes no process state); `room`: what large, optional
+//!   allocations may take under a `ulimit -v`.
 //! - [`cache`]: `--cache`, the metadata cache that lets unchanged files go
 //!   unread, between the walk and the strategies.
 //! - [`filelist`], [`shard`], [`merge`]: scale-out over cluster engines (`--list`,
