@@ -12,8 +12,9 @@
 //!
 //! Where the files were found under more than one root (the parts of their
 //! paths before the relative part differ: `--tree r1 r2`), each file's whole
-//! path, as printed, takes the place of its relative path: relative paths
-//! alone would let a file move from one root to another unnoticed.
+//! path (raw bytes, as walked, not escaped as printed) takes the place of its
+//! relative path: relative paths alone would let a file move from one root
+//! to another unnoticed. Digests of one root are those of earlier versions.
 //!
 //! A Unix path cannot contain NUL, so the encoding is unambiguous. For one
 //! root, the root's own name, the strategy, the job count and the machine do
