@@ -242,10 +242,15 @@ fn refuse_tag_then_text(cmd: &mut clap::Command, m: &clap::ArgMatches) -> Result
 /// usage error, 0 for `--help`/`--version`, 1 when their text cannot be
 /// written).
 pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
+    use std::io::IsTerminal;
     let mut cmd = command(tool, strategy);
     let matches = match cmd.try_get_matches_from_mut(std::env::args_os()) {
         Ok(matches) => matches,
-        Err(e) if !e.use_stderr() => print_and_exit(e.to_string().as_bytes()),
+        // Help and version on a terminal: clap's own, styled; it cannot fail
+        // there the way a full disk or a closed stdout does.
+        Err(e) if !e.use_stderr() && !std::io::stdout().is_terminal() => {
+            print_and_exit(e.to_string().as_bytes())
+        }
         Err(e) => e.exit(),
     };
     if let Some(&kind) = matches.get_one::<crate::generate::Generate>("generate") {
@@ -262,7 +267,7 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
 /// when stdout fails otherwise (`> /dev/full`), as GNU's tools do.
 fn print_and_exit(text: &[u8]) -> ! {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdio::stdout();
     let code = match out.write_all(text).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             crate::diag::write_failed(&e);

@@ -249,10 +249,12 @@ fn work<'s, 'e>(
         let n = pool.readers.fetch_add(1, Ordering::Relaxed);
         if n < pool.ceiling() && queue.has_more() {
             let tx = tx.clone();
-            let spawned = thread_builder().spawn_scoped(scope, move || {
-                guard(tx, |tx, batch| {
-                    work(pool, tx, batch, scope, Buffer::small());
-                });
+            let spawned = room_for_thread().and_then(|()| {
+                thread_builder().spawn_scoped(scope, move || {
+                    guard(tx, |tx, batch| {
+                        work(pool, tx, batch, scope, Buffer::small());
+                    });
+                })
             });
             if spawned.is_ok() {
                 return;

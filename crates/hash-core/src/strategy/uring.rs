@@ -46,7 +46,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -133,11 +133,15 @@ pub(super) fn slots(workers: usize, fixed: Option<usize>) -> usize {
         None => (MAX_READERS / workers).max(1),
     };
     // Under a low `ulimit -v`, the slots' buffers may take a sixteenth of
-    // it: the rest of the run needs the room (see [`new_slots`]).
-    let room = crate::room::address_space().map_or(usize::MAX, |limit| {
-        let blocks = usize::try_from(limit / 16 / BLOCK as u64).unwrap_or(usize::MAX);
-        (blocks / workers).max(1)
-    });
+    // it (the rest of the run needs the room: see [`new_slots`]), unless the
+    // user fixed the depth, which is taken as given.
+    let room = match (fixed, crate::room::address_space()) {
+        (None, Some(limit)) => {
+            let blocks = usize::try_from(limit / 16 / BLOCK as u64).unwrap_or(usize::MAX);
+            (blocks / workers).max(1)
+        }
+        _ => usize::MAX,
+    };
     wanted.min(usable).min(room)
 }
 
@@ -150,6 +154,8 @@ pub(super) struct Depth<'p> {
     /// Reads completed over all rings while reads are timed (see
     /// [`Ring::read_done`]).
     reads: AtomicU64,
+    /// Whether a ring has said it got fewer slots than asked.
+    said_fewer: AtomicBool,
 }
 
 impl<'p> Depth<'p> {
@@ -158,6 +164,7 @@ impl<'p> Depth<'p> {
             policy,
             total: AtomicUsize::new(0),
             reads: AtomicU64::new(0),
+            said_fewer: AtomicBool::new(false),
         }
     }
 
@@ -271,13 +278,14 @@ fn zeroed_block() -> Option<Box<[u8]>> {
     }
 }
 
-/// `n` slots, or where memory runs out first, half of those that fitted:
+/// `n` slots, or where memory runs out first, half of those that fitted
+/// (rounded up):
 /// the other half's memory is left for the rest of the run (its output, the
 /// other rings, a blocking read), which would otherwise find none.
 fn new_slots(n: usize) -> Vec<Slot> {
     let mut slots: Vec<Slot> = (0..n).map_while(|_| Slot::new()).collect();
     if slots.len() < n {
-        slots.truncate(slots.len() / 2);
+        slots.truncate(slots.len().div_ceil(2));
     }
     slots
 }
@@ -328,7 +336,8 @@ fn ring_thread(
     let _hashing = queue.reading.hashing();
     batch.reserve(BATCH);
     let slots = new_slots(nslots);
-    if slots.len() < nslots {
+    // Said once for all rings, as for threads that cannot start.
+    if slots.len() < nslots && !depth.said_fewer.swap(true, Ordering::Relaxed) {
         let (k, how) = match slots.len() {
             0 => (0, "this ring's files are read one at a time".to_owned()),
             k => (k, format!("running with {k}")),
@@ -336,8 +345,8 @@ fn ring_thread(
         crate::show!("could start only {k} of {nslots} io_uring slots (out of memory); {how}");
     }
     let nslots = slots.len();
-    let ring = match IoUring::new((2 * nslots.max(1)) as u32) {
-        Ok(ring) if nslots > 0 => ring,
+    let ring = match (nslots > 0).then(|| IoUring::new((2 * nslots) as u32)) {
+        Some(Ok(ring)) => ring,
         _ => {
             // `available` said yes a moment ago (say, memory for the ring
             // ran out): hash this thread's share the blocking way.
