@@ -29,13 +29,19 @@ Sweeps:
                    over 4 s), Python 3 / 2 (pure-Python work: warm only). About 32
                    minutes on 2 vCPUs by the plan's estimate (34 with rhash, hashdeep
                    and b3sum installed), plus ~30 s to generate the data the first
-                   time (3.6 GiB on disk). The plan step prints its estimate.
-  --quick          smaller versions of the four datasets, fewer runs (8.5 minutes with
-                   two Python interpreters on a 2-vCPU AMD EPYC guest, 13 with every
-                   peer installed).
-  --smoke          one ~8 MiB dataset, minimal runs (well under a minute once built);
-                   what CI runs. If the data directory cannot be made cold (tmpfs),
-                   the smoke sweep runs warm only and says so.
+                   time (3.6 GiB on disk). The plan step prints its estimate (for
+                   verification and benchmarks; not the build or the generation), and
+                   --dry-run prints it and times nothing.
+  --quick          smaller versions of the four datasets, fewer runs: ~10 minutes by
+                   the plan's estimate with sha256sum as the only peer and one Python,
+                   ~13 with a second interpreter (--python python3 --python pypy3).
+                   Measured on 2 December on a 2-vCPU AMD EPYC guest, with two
+                   interpreters and the plan of that day (fewer rows than now): 8.5
+                   minutes with sha256sum as the only peer, 13 with every peer.
+  --smoke          one ~8 MiB dataset, minimal runs: ~20 s once built on a 2-vCPU
+                   AMD EPYC guest (the plan's rough model says ~1m10s); what CI runs.
+                   If the data directory cannot be made cold (tmpfs), the smoke sweep
+                   runs warm only and says so.
 
 Options:
   --location LIST  where the programs read the data, comma-separated (default: local):
@@ -77,7 +83,14 @@ Options:
   --evict METHOD   fadvise (default; per file, no root) or drop-caches (root; also drops
                    dentries and inodes, i.e. the directory walk is cold too).
   --fresh          discard an interrupted run of the same plan instead of resuming it.
-  --dry-run        build, plan and print the estimate; run nothing.
+  --dry-run        do everything up to the plan, then stop: build (cargo build
+                   --release), install hyperfine if it is missing (and the peers with
+                   --install-peers), probe the data directory with a 4 MiB scratch
+                   file (written, evicted, removed) when cold runs are planned locally,
+                   write the plan to OUT/tmp/<sweep>-<plan id>/plan.json and print its
+                   summary and estimate. Generates, verifies and times nothing; the
+                   work directory stays (a later run of the same plan uses it), and
+                   with --fresh an interrupted run's work directory is discarded.
   -h, --help       this help.
 
 How it measures:
@@ -88,7 +101,8 @@ How it measures:
     then mincore residency), 'hash-bench residency --top-up --record' for warm (pages
     the kernel dropped since the last run, as DAMON's pageout does on some guests, are
     read back first). A cold run that started more than 5 % resident, or a warm one
-    below 95 %, is kept but flagged invalid in the results and the table.
+    below 95 % (under --memory-limit: above the limit's share of the data plus 5
+    points), is kept but flagged invalid in the results and the table.
   * Peak RSS comes from one untimed run right before hyperfine (hash-bench maxrss;
     evicted first when cold), which is also the warm-up run. Locally, a program's
     first warm benchmark of a dataset is preceded by one more untimed run, on the
@@ -101,10 +115,15 @@ How it measures:
     - hash-threads/-procs/-async at each --jobs value AND with no -j at all
       ("-j default"); hash-async-pool and hash-async-uring (default -j): each
       non-default --io mode of a hasher that hash-core gives an --io option.
-    - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling:
-      the dataset's file sizes hashed in memory, no I/O; warm only) and
-      ref-read-floor -jN (hash-bench read-floor: open + read + close, no hashing,
-      N = CPUs and 64; warm and cold), and ref-hash-floor-1core / -allcores
+    - reference rows: ref-sha256-1core / ref-sha256-allcores (hash-bench ceiling
+      --limit compute: the dataset's file sizes hashed in memory from one 64 KiB
+      buffer that stays in L1/L2, no I/O, on 1 thread and on all CPUs: the compute
+      limit; warm only), ref-sha256-stream-1core / ref-sha256-stream-allcores
+      (--limit stream: the same sizes hashed end to end through a buffer of up to
+      256 MiB, so every byte comes from memory: the streaming limit; the buffer's
+      fill is timed; warm only, not under --memory-limit), ref-read-floor -jN
+      (hash-bench read-floor: open + read + close, no hashing, N = CPUs and 64;
+      warm and cold), and ref-hash-floor-1core / -allcores
       (hash-bench hash-floor: open + fstat + read + close + SHA-256 per file and
       nothing else, on 1 thread and on all CPUs; warm only, local only, on
       datasets whose files are all under 1 MiB).
