@@ -503,7 +503,7 @@ fn machine_lines(r: &Results) -> String {
         "{} sweep on {} ({}, {} CPUs, {} GiB, {} on {}{}), {}",
         r.sweep,
         r.machine.hostname,
-        r.machine.cpu_model,
+        crate::machine::cpu_label(&r.machine),
         r.machine.available_cpus,
         r.machine.mem_total_kib / 1024 / 1024,
         r.machine.storage.fs_type,

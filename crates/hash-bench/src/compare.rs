@@ -362,16 +362,18 @@ pub fn build(files: &[Loaded], refused: Vec<Refused>) -> Comparison {
     }
 }
 
-/// The distinct CPU models of the files at `present`, in order.
-fn cpus(present: impl Iterator<Item = usize>, files: &[Loaded]) -> Vec<&str> {
-    let mut cpus: Vec<&str> = Vec::new();
+/// The CPUs of the files at `present` known to differ (see
+/// [`crate::machine::same_cpu`]), in order, as [`crate::machine::cpu_label`]
+/// names them.
+fn cpus(present: impl Iterator<Item = usize>, files: &[Loaded]) -> Vec<String> {
+    let mut seen: Vec<&crate::machine::Machine> = Vec::new();
     for ci in present {
-        let m = files[ci].2.machine.cpu_model.as_str();
-        if !cpus.contains(&m) {
-            cpus.push(m);
+        let m = &files[ci].2.machine;
+        if !seen.iter().any(|s| crate::machine::same_cpu(s, m)) {
+            seen.push(m);
         }
     }
-    cpus
+    seen.into_iter().map(crate::machine::cpu_label).collect()
 }
 
 /// The line under a table whose columns come from different CPUs.
@@ -755,7 +757,7 @@ fn machines(c: &Comparison) -> String {
     // (name, how, shown)
     let facts: [(&str, &Fact, bool); 12] = [
         ("host", &|c| c.machine.hostname.clone(), true),
-        ("CPU", &|c| c.machine.cpu_model.clone(), true),
+        ("CPU", &|c| crate::machine::cpu_label(&c.machine), true),
         (
             "cores",
             &|c| match (c.machine.available_cpus, c.machine.logical_cpus) {
@@ -1191,6 +1193,45 @@ mod tests {
         assert!(md.contains("\n#### big, cold\n"), "{md}");
         let one = compare_paths(&[fixtures().join("a.json")]);
         assert!(one.warnings.is_empty(), "{:?}", one.warnings);
+    }
+
+    #[test]
+    fn one_model_name_of_two_cpu_generations_is_two_machines() {
+        // a.json three times over, as written on CPUs of one model name.
+        let dir = tempfile::tempdir().unwrap();
+        let a: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(fixtures().join("a.json")).unwrap()).unwrap();
+        let write = |name: &str, id: Option<(u32, u32)>| {
+            let mut v = a.clone();
+            v["machine"]["cpu_model"] = "AMD EPYC".into();
+            if let Some((family, model)) = id {
+                v["machine"]["cpu_id"] = serde_json::json!({
+                    "vendor": "AuthenticAMD", "family": family, "model": model,
+                    "stepping": 1, "l2_kib": 1024, "avx512": true
+                });
+            }
+            let path = dir.path().join(name);
+            std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+            path
+        };
+        let zen4 = write("zen4.json", Some((25, 17)));
+        let zen5 = write("zen5.json", Some((26, 2)));
+        let unknown = write("unknown.json", None);
+        let across = |c: &Comparison| c.warnings.iter().any(|w| w.contains("different CPUs"));
+        let c = compare_paths(&[zen4.clone(), zen5]);
+        assert!(across(&c), "{:?}", c.warnings);
+        let md = markdown(&c);
+        assert!(
+            md.contains(
+                "| CPU | AMD EPYC (family 25 model 17, L2 1024 KiB, AVX-512) \
+                 | AMD EPYC (family 26 model 2, L2 1024 KiB, AVX-512) |"
+            ),
+            "{md}"
+        );
+        // The same id twice, or a file that recorded none: nothing known to differ.
+        let again = write("again.json", Some((25, 17)));
+        assert!(!across(&compare_paths(&[zen4.clone(), again])));
+        assert!(!across(&compare_paths(&[zen4, unknown])));
     }
 
     #[test]

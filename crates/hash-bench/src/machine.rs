@@ -18,6 +18,12 @@ pub struct Machine {
     pub hostname: String,
     /// CPU model name (`/proc/cpuinfo`).
     pub cpu_model: String,
+    /// What tells CPUs of one model name apart: cloud guests name every
+    /// generation "AMD EPYC" or "Intel(R) Xeon(R) Processor", and SHA-256's
+    /// speed from memory against L2 differs between them. Absent in files
+    /// collected before it was recorded, and where `/proc/cpuinfo` lacks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_id: Option<CpuId>,
     /// Whether the CPU has the SHA extensions (`sha_ni` flag): SHA-256 speed hinges on it.
     pub sha_ni: bool,
     /// Whether the kernel runs under a hypervisor (`hypervisor` flag).
@@ -49,6 +55,87 @@ pub struct Machine {
     /// checks before every run. Absent where no such scheme runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proactive_reclaim: Option<ProactiveReclaim>,
+}
+
+/// A CPU's family, model and stepping (`/proc/cpuinfo`), its L2 cache, and
+/// whether it has AVX-512.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuId {
+    /// `vendor_id`: `AuthenticAMD`, `GenuineIntel`, ...
+    pub vendor: String,
+    /// `cpu family`.
+    pub family: u32,
+    /// `model`.
+    pub model: u32,
+    /// `stepping`, where the CPU reports one.
+    pub stepping: Option<u32>,
+    /// L2 cache of CPU 0, KiB (`/sys/devices/system/cpu/cpu0/cache`), if known.
+    pub l2_kib: Option<u64>,
+    /// Whether the CPU has AVX-512 (the `avx512f` flag).
+    pub avx512: bool,
+}
+
+impl CpuId {
+    /// Read from the `field`s of `/proc/cpuinfo`'s first CPU; `None` without
+    /// a family and model (not x86).
+    fn read(
+        field: impl Fn(&str) -> Option<String>,
+        has_flag: impl Fn(&str) -> bool,
+    ) -> Option<CpuId> {
+        let number = |name: &str| field(name)?.parse().ok();
+        Some(CpuId {
+            vendor: field("vendor_id").unwrap_or_else(|| "unknown".into()),
+            family: number("cpu family")?,
+            model: number("model")?,
+            stepping: number("stepping"),
+            l2_kib: l2_kib(Path::new("/sys/devices/system/cpu/cpu0/cache")),
+            avx512: has_flag("avx512f"),
+        })
+    }
+}
+
+/// The size of the level-2 cache among `cache`'s `indexN` directories, KiB.
+fn l2_kib(cache: &Path) -> Option<u64> {
+    (0..8).find_map(|i| {
+        let dir = cache.join(format!("index{i}"));
+        let level = std::fs::read_to_string(dir.join("level")).ok()?;
+        if level.trim() != "2" {
+            return None;
+        }
+        let size = std::fs::read_to_string(dir.join("size")).ok()?;
+        size.trim().strip_suffix('K')?.parse().ok()
+    })
+}
+
+/// How a results file names its CPU to people: the model name, and where
+/// recorded its family, model, L2 and AVX-512 (`AMD EPYC (family 25 model 17,
+/// L2 1024 KiB, AVX-512)`).
+pub fn cpu_label(m: &Machine) -> String {
+    match &m.cpu_id {
+        None => m.cpu_model.clone(),
+        Some(id) => {
+            let mut label = format!("{} (family {} model {}", m.cpu_model, id.family, id.model);
+            if let Some(l2) = id.l2_kib {
+                label.push_str(&format!(", L2 {l2} KiB"));
+            }
+            if id.avx512 {
+                label.push_str(", AVX-512");
+            }
+            label.push(')');
+            label
+        }
+    }
+}
+
+/// Whether two results files' CPUs are known to differ: their model names
+/// differ, or both record an id and the ids differ. (A file without an id
+/// cannot tell two CPUs of one model name apart.)
+pub fn same_cpu(a: &Machine, b: &Machine) -> bool {
+    a.cpu_model == b.cpu_model
+        && match (&a.cpu_id, &b.cpu_id) {
+            (Some(x), Some(y)) => x == y,
+            _ => true,
+        }
 }
 
 /// A kernel daemon paging memory out on its own (see [`Machine::proactive_reclaim`]).
@@ -120,6 +207,7 @@ pub fn collect(data_dir: &Path) -> Machine {
     Machine {
         hostname: read("/proc/sys/kernel/hostname").unwrap_or_else(|| "unknown".into()),
         cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
+        cpu_id: CpuId::read(field, has_flag),
         sha_ni: has_flag("sha_ni"),
         virtualized: has_flag("hypervisor"),
         logical_cpus: online,
@@ -368,6 +456,54 @@ fn storage(dir: &Path) -> Storage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_l2_cache_is_found_by_its_level_not_its_index() {
+        let dir = tempfile::tempdir().unwrap();
+        for (index, level, size) in [
+            (0, "1", "32K"),
+            (1, "1", "32K"),
+            (2, "2", "1024K"),
+            (3, "3", "32768K"),
+        ] {
+            let d = dir.path().join(format!("index{index}"));
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("level"), format!("{level}\n")).unwrap();
+            std::fs::write(d.join("size"), format!("{size}\n")).unwrap();
+        }
+        assert_eq!(l2_kib(dir.path()), Some(1024));
+        assert_eq!(l2_kib(&dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn cpus_of_one_name_differ_only_by_a_recorded_id() {
+        let id = |family, model| CpuId {
+            vendor: "AuthenticAMD".into(),
+            family,
+            model,
+            stepping: Some(1),
+            l2_kib: Some(1024),
+            avx512: true,
+        };
+        let m = |name: &str, cpu_id: Option<CpuId>| Machine {
+            cpu_model: name.into(),
+            cpu_id,
+            ..collect(Path::new("."))
+        };
+        let zen4 = m("AMD EPYC", Some(id(25, 17)));
+        assert!(same_cpu(&zen4, &m("AMD EPYC", Some(id(25, 17)))));
+        assert!(!same_cpu(&zen4, &m("AMD EPYC", Some(id(26, 2)))));
+        assert!(
+            same_cpu(&zen4, &m("AMD EPYC", None)),
+            "unknown: not known to differ"
+        );
+        assert!(!same_cpu(&zen4, &m("Intel(R) Xeon(R) Processor", None)));
+        assert_eq!(
+            cpu_label(&zen4),
+            "AMD EPYC (family 25 model 17, L2 1024 KiB, AVX-512)"
+        );
+        assert_eq!(cpu_label(&m("AMD EPYC", None)), "AMD EPYC");
+    }
 
     #[test]
     fn steal_is_the_eighth_column_of_the_cpu_line() {
