@@ -217,6 +217,11 @@ for i in "${!PYTHONS[@]}"; do
 		die "--python $py: not a working Python 3.9 or later"
 done
 case $EVICT in fadvise | drop-caches) ;; *) die "--evict must be fadvise or drop-caches" ;; esac
+# Checked here, before the build, as hash-bench plan would check them after it.
+[[ -z $JOBS || $JOBS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+	die "--jobs $JOBS: expected job counts of 1 or more, comma-separated (e.g. 1,2,4)"
+[[ -z $MEMORY_LIMIT || $MEMORY_LIMIT =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]([iI]?[bB])?|[bB])?$ ]] ||
+	die "--memory-limit $MEMORY_LIMIT: expected a size such as 256M, 1.5G or 512MiB"
 IFS=, read -r -a LOCATION_LIST <<<"$LOCATIONS"
 for loc in "${LOCATION_LIST[@]}"; do
 	case $loc in local | lan | wan | raw) ;; *) die "unknown location '$loc' (local, lan, wan or raw)" ;; esac
@@ -398,4 +403,8 @@ for loc in "${LOCATION_LIST[@]}"; do
 done
 fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 say "done in $(fmt_secs $(($(date +%s) - T0)))"
-((${#FAILED[@]} == 0)) || die "failed: ${FAILED[*]} (the other locations' results are written)"
+if ((${#FAILED[@]} == ${#LOCATION_LIST[@]})); then
+	die "failed: ${FAILED[*]}"
+elif ((${#FAILED[@]})); then
+	die "failed: ${FAILED[*]} (the other locations' results are written)"
+fi
