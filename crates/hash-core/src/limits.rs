@@ -30,15 +30,22 @@ pub fn thread_builder() -> std::thread::Builder {
     std::thread::Builder::new().stack_size(THREAD_STACK)
 }
 
-/// `Ok` when a thread's stack leaves room (see [`crate::room::leaves_room`]); else the
-/// error a failed spawn gives, so that a pool starts fewer threads, as it
+/// Start a scoped thread with [`thread_builder`], unless its stack would not
+/// leave room under a `ulimit -v` ([`crate::room::leaves_room`]): then the
+/// error a refused spawn gives, so that a pool starts fewer threads, as it
 /// does when the kernel refuses one, instead of taking the last room.
-pub fn room_for_thread() -> std::io::Result<()> {
-    if crate::room::leaves_room(THREAD_STACK) {
-        Ok(())
-    } else {
-        Err(std::io::Error::from_raw_os_error(libc::ENOMEM))
+pub fn spawn_scoped<'scope, F, T>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    f: F,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    if !crate::room::leaves_room(THREAD_STACK) {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOMEM));
     }
+    thread_builder().spawn_scoped(scope, f)
 }
 
 /// Raise the soft limit on open files to the hard one; a failure leaves it.

@@ -353,7 +353,7 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub(crate) use crate::limits::{room_for_thread, thread_builder, THREAD_STACK};
+pub(crate) use crate::limits::{spawn_scoped, thread_builder, THREAD_STACK};
 
 /// Say that only `started` of the `wanted` threads of `what` could start
 /// (the system refused the next with `e`): the run goes on with those.

@@ -23,8 +23,8 @@ use super::queue::{
     collect, guard, hash_here, own_credentials, own_descriptor_table, test_hook, Batch, Queue, Run,
 };
 use super::{
-    clamp_workers, fewer_threads, no_helper, room_for_thread, thread_builder, Def, Job, JobsArgs,
-    Ran, Runner, Sink, Strategy,
+    clamp_workers, fewer_threads, no_helper, spawn_scoped, Def, Job, JobsArgs, Ran, Runner, Sink,
+    Strategy,
 };
 use crate::hasher::{hash, new_buffer, Buffer, OnBlock, Reading};
 use crate::inflight::{Climb, Policy, Shared};
@@ -143,18 +143,16 @@ fn run(
     thread::scope(|scope| {
         for started in 0..start {
             let (pool, tx) = (&pool, tx.clone());
-            let spawned = room_for_thread().and_then(|()| {
-                thread_builder().spawn_scoped(scope, move || {
-                    // The hashing workers, not the readers added for a waiting
-                    // disk: those share the table of the worker that added them
-                    // (a copy each would take a reference to every directory the
-                    // walk kept, for threads that wait on the disk, not the lock).
-                    own_descriptor_table();
-                    own_credentials();
-                    guard(tx, |tx, batch| {
-                        work(pool, tx, batch, scope, new_buffer());
-                    });
-                })
+            let spawned = spawn_scoped(scope, move || {
+                // The hashing workers, not the readers added for a waiting
+                // disk: those share the table of the worker that added them
+                // (a copy each would take a reference to every directory the
+                // walk kept, for threads that wait on the disk, not the lock).
+                own_descriptor_table();
+                own_credentials();
+                guard(tx, |tx, batch| {
+                    work(pool, tx, batch, scope, new_buffer());
+                });
             });
             if let Err(e) = spawned {
                 fewer_threads(started, start, "hashing threads", &e);
@@ -249,12 +247,10 @@ fn work<'s, 'e>(
         let n = pool.readers.fetch_add(1, Ordering::Relaxed);
         if n < pool.ceiling() && queue.has_more() {
             let tx = tx.clone();
-            let spawned = room_for_thread().and_then(|()| {
-                thread_builder().spawn_scoped(scope, move || {
-                    guard(tx, |tx, batch| {
-                        work(pool, tx, batch, scope, Buffer::small());
-                    });
-                })
+            let spawned = spawn_scoped(scope, move || {
+                guard(tx, |tx, batch| {
+                    work(pool, tx, batch, scope, Buffer::small());
+                });
             });
             if spawned.is_ok() {
                 return;

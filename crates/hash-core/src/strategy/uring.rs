@@ -58,7 +58,7 @@ use super::queue::{
     collect, guard, hash_here, own_credentials, own_descriptor_table, test_hook, Batch, Queue, Run,
 };
 use super::threads::MAX_READERS;
-use super::{fewer_threads, room_for_thread, thread_builder, Job, Outcome, Sink};
+use super::{fewer_threads, spawn_scoped, Job, Outcome, Sink};
 use crate::error::ErrorKind;
 use crate::hasher::{self, hash, new_buffer, FileDigest, Reading, Running};
 use crate::inflight::{Policy, Shared};
@@ -209,9 +209,7 @@ pub(super) fn run(
                     ring_thread(queue, tx, batch, (slots, depth), network)
                 })
             };
-            let spawned =
-                room_for_thread().and_then(|()| thread_builder().spawn_scoped(scope, ring));
-            if let Err(e) = spawned {
+            if let Err(e) = spawn_scoped(scope, ring) {
                 fewer_threads(started, workers, "io_uring threads", &e);
                 if started == 0 {
                     return hash_here(queue, sink);
@@ -279,9 +277,9 @@ fn zeroed_block() -> Option<Box<[u8]>> {
 }
 
 /// `n` slots, or where memory runs out first, half of those that fitted
-/// (rounded up):
-/// the other half's memory is left for the rest of the run (its output, the
-/// other rings, a blocking read), which would otherwise find none.
+/// (rounded up): the other half's memory is left for the rest of the run
+/// (its output, the other rings, a blocking read), which would otherwise
+/// find none.
 fn new_slots(n: usize) -> Vec<Slot> {
     let mut slots: Vec<Slot> = (0..n).map_while(|_| Slot::new()).collect();
     if slots.len() < n {
@@ -338,9 +336,10 @@ fn ring_thread(
     let slots = new_slots(nslots);
     // Said once for all rings, as for threads that cannot start.
     if slots.len() < nslots && !depth.said_fewer.swap(true, Ordering::Relaxed) {
-        let (k, how) = match slots.len() {
-            0 => (0, "this ring's files are read one at a time".to_owned()),
-            k => (k, format!("running with {k}")),
+        let k = slots.len();
+        let how = match k {
+            0 => "this ring's files are read one at a time".to_owned(),
+            k => format!("running with {k}"),
         };
         crate::show!("could start only {k} of {nslots} io_uring slots (out of memory); {how}");
     }
