@@ -17,7 +17,7 @@
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
 //! - [`diag`]: every message on stderr, `program: ...`, written once.
 //! - [`limits`]: the process-wide settings a binary opts in to (the library
-//!   itself changes no process state); `room`: what large, optional
+//!   itself changes no process state); [`room`]: what large, optional
 //!   allocations may take under a `ulimit -v`.
 //! - [`cache`]: `--cache`, the metadata cache that lets unchanged files go
 //!   unread, between the walk and the strategies.
@@ -46,7 +46,7 @@ pub mod output;
 pub mod progress;
 pub mod quote;
 pub mod report;
-mod room;
+pub mod room;
 pub mod shard;
 pub mod stamp;
 pub mod stdio;
