@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measure --cache against the same binary without it, on one machine, in one
-# run: the "Incremental cache" table of results/README.md.
+# run: the incremental-cache table (docs/cache.md).
 #
 #   scripts/bench-cache.sh [--files N] [--bin hash-threads] [--work DIR]
 #

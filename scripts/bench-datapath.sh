@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Race the ways of getting a large file's bytes to SHA-256, warm and cold, on one
-# machine, in one run: the "Data path" table of results/README.md.
+# machine, in one run: the data-path tables (findings in docs/findings.md), written
+# under results/tmp/ (git-ignored: a study's notes are not a sweep).
 #
 #   scripts/bench-datapath.sh [--datasets gib,shards] [--runs N] [--out FILE]
 #
@@ -12,7 +13,7 @@
 #   hash-serial and hash-threads with --data-path map, map-fault, read and auto (the default)
 #   rhash --sha256 (when installed), the peer to beat
 # Every command's output is first checked against sha256sum. Writes hyperfine's
-# Markdown tables, with the CPU named, to FILE (default: results/datapath-HOST-DATE.md)
+# Markdown tables, with the CPU named, to FILE (default: results/tmp/datapath-HOST-DATE.md)
 # and prints them. Needs a release build and hyperfine.
 set -euo pipefail
 
@@ -35,7 +36,8 @@ hb=$bin/hash-bench
 data=$repo/datasets/data
 cpus=$(nproc)
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
-out=${out:-$repo/results/datapath-$(hostname)-$(date -u +%Y%m%dT%H%M%SZ).md}
+out=${out:-$repo/results/tmp/datapath-$(hostname)-$(date -u +%Y%m%dT%H%M%SZ).md}
+mkdir -p "$(dirname "$out")"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -3,7 +3,7 @@
 # (the policy) and with --max-in-flight N for N in 1, 2, 4, ..., 128, plus hash-serial,
 # cold, on one dataset, on the local disk or over the emulated network link. Writes a
 # Markdown table and an SVG chart of throughput against depth with the policy's choice
-# marked, beside hyperfine's results (results/inflight-HOST-DATE-LOCATION.{md,svg}, and .hyperfine: its JSON export).
+# marked, beside hyperfine's results (results/tmp/inflight-HOST-DATE-LOCATION.{md,svg}, git-ignored, and .hyperfine: its JSON export).
 #
 #   scripts/bench-inflight.sh [--location local|lan|wan] [--dataset NAME] [--runs N]
 #                             [--depths 1,2,4,...]
@@ -39,7 +39,8 @@ bin=${CARGO_TARGET_DIR:-$repo/target}/release
 hb=$bin/hash-bench
 data=$repo/datasets/data
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-out=$repo/results/inflight-$(hostname)-$stamp-$location
+out=$repo/results/tmp/inflight-$(hostname)-$stamp-$location
+mkdir -p "$repo/results/tmp"
 tmp=$(mktemp -d)
 mnt=
 daemon=

@@ -91,7 +91,7 @@ HB=$BIN_DIR/hash-bench
 "$HB" gen --quiet --root "$DATA_DIR" --specs-dir "$REPO/datasets" "$DATASET"
 ROOT=$DATA_DIR/$DATASET
 [[ -d $ROOT ]] || die "dataset $DATASET was not generated in $DATA_DIR"
-[[ -n $OUT ]] || OUT=$REPO/results/shards-$(hostname -s)-$(date -u +%Y%m%dT%H%M%SZ)
+[[ -n $OUT ]] || OUT=$REPO/results/tmp/shards-$(hostname -s)-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

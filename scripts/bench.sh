@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hashrace's benchmark harness: build the four hashers, generate the datasets, check that
 # the hashers agree, race them (and installed peers) warm and cold under hyperfine, and
-# write one results file per machine and sweep under results/. Run with --help.
+# write one sweep folder per machine and sweep under results/. Run with --help.
 #
 # The careful parts (generation, eviction, residency, peak RSS, the plan, the results
 # schema) live in the hash-bench helper (crates/hash-bench); this script only conducts.
@@ -17,9 +17,11 @@ Usage: scripts/bench.sh [--quick | --smoke] [OPTIONS]
 
 Benchmarks hash-serial, hash-threads, hash-procs and hash-async (release builds) against
 each other and against installed peers, on generated datasets, with the data warm (in the
-page cache) and cold (evicted right before every timed run), and writes
-results/<host>-<date>-<sweep>.json (self-contained: every timed run is in it), plus a
-directory of raw hyperfine exports beside it that stays local (git-ignored).
+page cache) and cold (evicted right before every timed run), and writes the sweep's
+folder results/<host>-<date>-<sweep>/: results.json (self-contained: every timed run is
+in it), report.md (the winner of each workload, by how much, and what bounds it; also
+printed at the end) and charts/, generated from results.json alone; and raw/, the
+hyperfine exports, which stay local (git-ignored).
 
 Sweeps:
   (default)        shards (64 x 8 MiB), small (20,000 x 4 KiB), huge (1 x 2 GiB),
@@ -27,7 +29,7 @@ Sweeps:
                    only). Hashers: 10 warm / 5 cold timed runs (up to 3x more for cheap
                    ones, fewer for runs over ~1.5 s), peers 5 / 3 (1 when a run takes
                    over 4 s), Python 3 / 2 (pure-Python work: warm only). About 32
-                   minutes on 2 vCPUs by the plan's estimate (34 with rhash, hashdeep
+                   minutes on 2 vCPUs by the plan's estimate (36 with rhash, hashdeep
                    and b3sum installed), plus ~30 s to generate the data the first
                    time (3.6 GiB on disk). The plan step prints its estimate (for
                    verification and benchmarks; not the build or the generation), and
@@ -47,8 +49,8 @@ Options:
   --location LIST  where the programs read the data, comma-separated (default: local):
                    local (the data directory), or an sshfs mount of it over an emulated
                    network link: lan (0.2 ms RTT, ~117 MiB/s), wan (20 ms RTT, 100
-                   Mbit/s), raw (no shaping). One results file per location
-                   (<host>-<date>-<sweep>-<location>.json). Cold on a network = a fresh
+                   Mbit/s), raw (no shaping). One sweep folder per location
+                   (<host>-<date>-<sweep>-<location>/). Cold on a network = a fresh
                    mount before every run; each run's bytes over the link prove it
                    (cold >= 95 % of the data, warm <= 5 %). Needs sshfs,
                    openssh-sftp-server, fuse3 and /dev/fuse; a location that cannot be
@@ -111,7 +113,7 @@ How it measures:
     timed warm in the state its own first run left.
   * Peers run through 'sh -c' pipelines (find | sort | xargs -P N ... sha256sum), so
     their times include find and sort; b3sum (BLAKE3) is a speed reference only.
-  * Rows raced besides the hashers and peers (see results/README.md):
+  * Rows raced besides the hashers and peers (see docs/results-schema.md):
     - hash-threads/-procs/-async at each --jobs value AND with no -j at all
       ("-j default"); hash-async-pool and hash-async-uring (default -j): each
       non-default --io mode of a hasher that hash-core gives an --io option.

@@ -367,8 +367,9 @@ pub fn set_speedups(benchmarks: &mut [BenchmarkResult]) {
     }
 }
 
-/// Where the results go: `<out>/<host>-<stamp>-<sweep>.json` and the raw directory
-/// beside it without `.json`.
+/// The folder of a sweep: `<out>/<host>-<stamp>-<sweep>[-<location>][-mem<N>M]/`. It
+/// holds `results.json` (the data), what is generated from it alone (`report.md`,
+/// `charts/`), and, on the machine that ran it, `raw/` (git-ignored).
 pub fn destination(out: &Path, results: &Results) -> PathBuf {
     let host: String = results
         .machine
@@ -399,25 +400,21 @@ pub fn destination(out: &Path, results: &Results) -> PathBuf {
     if let Some(m) = results.settings.memory_limit_bytes {
         name = format!("{name}-mem{}M", m >> 20);
     }
-    out.join(format!("{name}.json"))
+    out.join(name)
 }
 
 /// Build, validate and write the results; move the raw files beside them and remove
 /// the work directory. Returns the results file's path.
 pub fn collect(work: &Path, out: &Path, hyperfine: &str) -> Result<(PathBuf, Results)> {
     let results = build(work, hyperfine)?;
-    let file = destination(out, &results);
-    let stem = file
-        .file_stem()
-        .expect("stem")
-        .to_string_lossy()
-        .into_owned();
+    let dir = destination(out, &results);
+    let file = dir.join(crate::layout::RESULTS_FILE);
     validate(&results).context("collected results fail validation (a bug in hash-bench)")?;
-    std::fs::create_dir_all(out)?;
-    let raw = out.join(&stem);
-    if raw.exists() {
-        bail!("{} already exists", raw.display());
+    if dir.exists() {
+        bail!("{} already exists", dir.display());
     }
+    std::fs::create_dir_all(&dir)?;
+    let raw = dir.join("raw");
     // Keep everything needed to audit or recompute locally: exports, residency and RSS
     // records, the plan and the verification records. The results file does not need them
     // (it carries every run), and `.gitignore` keeps them out of the repository.
@@ -656,7 +653,7 @@ mod tests {
         let r: Results =
             serde_json::from_str(include_str!("../tests/fixtures/results-v1.json")).unwrap();
         let p = destination(Path::new("/out"), &r);
-        assert_eq!(p, Path::new("/out/bench-host-20260102T030405Z-smoke.json"));
+        assert_eq!(p, Path::new("/out/bench-host-20260102T030405Z-smoke"));
         let t = table(&r);
         assert!(t.contains("hash-threads -j2"));
         assert!(t.contains("sha256sum -j2 (peer)"));
@@ -696,6 +693,9 @@ mod tests {
             pythons: Vec::new(),
             location: crate::location::Location::Local,
             memory_limit: None,
+            // No peer and no Python are looked up; the CPU count is fixed.
+            search_path: None,
+            cores: Some(2),
         };
         let plan = plan::build(&o).unwrap();
         let work = plan::work_dir(&o.work_parent, &plan);
@@ -773,12 +773,8 @@ mod tests {
         // non-default io modes, read floor × 2) plus 4 warm ceilings (compute and
         // streaming, one core and all); empty: the warm half of that, and the 2 hash floors
         // (smoke has files of 1 MiB and more: none there).
-        let floors = if std::thread::available_parallelism().map_or(1, |n| n.get()) == 64 {
-            1
-        } else {
-            2
-        };
-        let per = 9 + floors;
+        // The plan is made for 2 CPUs: the read floor at 2 and at 64.
+        let per = 9 + 2;
         assert_eq!(r.benchmarks.len(), 3 * per + 2 * 4 + 2);
         for b in &r.benchmarks {
             assert_eq!(b.valid, b.id != bad, "{}: {:?}", b.id, b.flags);

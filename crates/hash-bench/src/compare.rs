@@ -123,18 +123,28 @@ pub fn load(path: &Path) -> Result<Results> {
     parse(text)
 }
 
-/// Expand the arguments: files as given, directories to their `*.json` files (not
-/// recursive: a results file's raw directory holds hyperfine exports, not results).
+/// Expand the arguments: files as given; a sweep folder to its `results.json`; any
+/// other directory to its `*.json` files and the `results.json` of its sweep folders
+/// (no deeper: a sweep's raw directory holds hyperfine exports, not results).
 pub fn expand(args: &[PathBuf]) -> (Vec<PathBuf>, Vec<Refused>) {
     let mut files = Vec::new();
     let mut refused = Vec::new();
+    let sweep = |p: &Path| p.join(crate::layout::RESULTS_FILE);
     for a in args {
-        if a.is_dir() {
+        if sweep(a).is_file() {
+            files.push(sweep(a));
+        } else if a.is_dir() {
             match std::fs::read_dir(a) {
                 Ok(rd) => {
                     let mut found: Vec<PathBuf> = rd
                         .filter_map(|e| e.ok().map(|e| e.path()))
-                        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+                        .filter_map(|p| {
+                            if p.is_file() && p.extension().is_some_and(|x| x == "json") {
+                                Some(p)
+                            } else {
+                                Some(sweep(&p)).filter(|f| f.is_file())
+                            }
+                        })
                         .collect();
                     found.sort();
                     if found.is_empty() {
@@ -599,8 +609,15 @@ fn rank_rows(rows: &mut [Row], present: &[usize]) {
 fn labels(paths: &[PathBuf]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for p in paths {
-        let stem = p
-            .file_stem()
+        // A sweep folder's data is named by its folder.
+        let named = match p.parent() {
+            Some(dir) if p.file_name() == Some(crate::layout::RESULTS_FILE.as_ref()) => dir,
+            _ => p,
+        };
+        let stem = named
+            .file_name()
+            .filter(|_| named != p)
+            .or_else(|| p.file_stem())
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| p.display().to_string());
         let mut label = stem.clone();

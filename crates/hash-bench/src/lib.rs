@@ -23,6 +23,8 @@
 //! - [`results`]: the versioned results schema and its validation; [`collect`]: merging
 //!   everything into one results file and the terminal table; [`upgrade`]: older results
 //!   files (which leaned on their raw directories) made self-contained.
+//! - [`report`]: a sweep's one-page answer (`report.md`, a winner line per workload) and
+//!   its charts, from its `results.json` alone; [`layout`]: what `results/` may hold.
 //! - [`compare`]: results of several machines or sweeps side by side (Markdown, JSON, and
 //!   the generated sections of `results/VERDICT.md`); [`chart`]: their SVG charts.
 //! - [`link`]: a network link emulated between pipes (delay, bandwidth cap, byte
@@ -42,6 +44,7 @@ pub mod flip;
 pub mod gen;
 pub mod hashfloor;
 pub mod hyperfine;
+pub mod layout;
 pub mod link;
 pub mod location;
 pub mod machine;
@@ -54,6 +57,7 @@ pub mod progress;
 pub mod python;
 pub mod race;
 pub mod refs;
+pub mod report;
 pub mod results;
 pub mod spec;
 pub mod upgrade;

@@ -76,18 +76,32 @@ enum Cmd {
     /// Print the hashrace binaries, one per line (one per strategy of hash-core).
     Strategies,
     /// Plan a sweep; print its work directory on stdout and a summary with an estimate on stderr.
-    Plan(PlanArgs),
+    Plan(Box<PlanArgs>),
     /// Check that every hashrace command of a plan prints the same, expected output.
     Verify(VerifyArgs),
     /// Run a plan's benchmarks under hyperfine (skipping finished ones: a rerun resumes).
     Race(RaceArgs),
     /// Merge a finished work directory into a results file; print the table.
     Collect(CollectArgs),
-    /// Validate results files against the schema and its invariants.
+    /// Validate results files against the schema and its invariants. A directory is
+    /// a sweep folder (its `results.json`), or a results tree such as `results/`:
+    /// then every path in it outside the layout (an index, the verdict, and sweep
+    /// folders of `results.json`, `report.md` and `charts/*.svg`) is refused too.
     Validate {
-        /// Results files.
+        /// Results files, sweep folders or results trees.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Write a sweep folder's `report.md` and `charts/` from its `results.json`, and
+    /// print the winner line of each workload.
+    Report {
+        /// Sweep folders.
+        #[arg(required_unless_present = "update_doc")]
+        dirs: Vec<PathBuf>,
+        /// Instead, rewrite the `<!-- answer:begin DIR -->` sections of this Markdown
+        /// file (DIR relative to the file's folder) from those sweeps' results.
+        #[arg(long, conflicts_with = "dirs")]
+        update_doc: Option<PathBuf>,
     },
     /// Rewrite v1/v2 results files as self-contained current-schema files, recomputing
     /// every derived number from the raw directory beside each (which must agree).
@@ -724,8 +738,8 @@ struct CollectArgs {
     /// Then validate the results file, as `hash-bench validate` does.
     #[arg(long)]
     validate: bool,
-    /// Then draw its charts into `<results without .json>/charts` (a drawing failure is
-    /// a warning: it does not lose a sweep).
+    /// Then write its report and charts into its folder, as `hash-bench report` does (a
+    /// drawing failure is a warning: it does not lose a sweep).
     #[arg(long)]
     charts: bool,
 }
@@ -738,30 +752,57 @@ fn collect(a: CollectArgs) -> Result<()> {
         validate(std::slice::from_ref(&file))?;
     }
     if a.charts {
-        let dir = file.with_extension("").join("charts");
-        let c = compare::compare_paths(std::slice::from_ref(&file));
-        let drawn = if c.columns.is_empty() {
-            Ok(Vec::new())
-        } else {
-            chart::write_all(&c, &dir)
-        };
-        match drawn.and_then(|_| compare::report_refused(&c)) {
-            Ok(()) => println!("charts: {}/", dir.display()),
+        let dir = file.parent().expect("a sweep folder");
+        // A drawing failure is a warning: it does not lose a sweep.
+        match hash_bench::report::write_for(&r, dir) {
+            Ok(report) => report_lines(dir, &report)?,
             Err(e) => {
                 eprintln!("hash-bench: {e:#}");
-                println!(
-                    "warning: charts not drawn (hash-bench chart {} --out {})",
-                    file.display(),
-                    dir.display()
-                );
+                println!("warning: no report (hash-bench report {})", dir.display());
             }
         }
     }
     Ok(())
 }
 
-fn validate(files: &[PathBuf]) -> Result<()> {
-    for f in files {
+/// The winner lines of the sweep in `dir`, and where its report is.
+fn report_lines(dir: &Path, report: &Path) -> Result<()> {
+    let r = results::validate_file(&dir.join(hash_bench::layout::RESULTS_FILE))?;
+    println!("\nThe answer ({}):", hash_bench::report::machine_line(&r));
+    for line in hash_bench::report::winner_lines(&r) {
+        println!("  {line}");
+    }
+    println!("report: {}", report.display());
+    Ok(())
+}
+
+fn validate(paths: &[PathBuf]) -> Result<()> {
+    let mut files = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            files.push(p.clone());
+        } else if p.join(hash_bench::layout::RESULTS_FILE).is_file() {
+            files.push(p.join(hash_bench::layout::RESULTS_FILE));
+        } else {
+            let (sweeps, stray) = hash_bench::layout::check(p)?;
+            if !stray.is_empty() {
+                let list: Vec<String> =
+                    stray.iter().map(|s| format!("  {}", s.display())).collect();
+                bail!(
+                    "{}: outside the layout (README.md, VERDICT.md, and sweep folders of \
+                     results.json, report.md and charts/*.svg):\n{}",
+                    p.display(),
+                    list.join("\n")
+                );
+            }
+            files.extend(
+                sweeps
+                    .iter()
+                    .map(|d| d.join(hash_bench::layout::RESULTS_FILE)),
+            );
+        }
+    }
+    for f in &files {
         let r = results::validate_file(f)?;
         let invalid = r.benchmarks.iter().filter(|b| !b.valid).count();
         println!(
@@ -889,11 +930,25 @@ fn run(cli: Cli) -> Result<()> {
             strategies();
             Ok(())
         }
-        Cmd::Plan(a) => plan(a),
+        Cmd::Plan(a) => plan(*a),
         Cmd::Verify(a) => verify(a),
         Cmd::Race(a) => race(a),
         Cmd::Collect(a) => collect(a),
         Cmd::Validate { files } => validate(&files),
+        Cmd::Report { dirs, update_doc } => {
+            if let Some(doc) = update_doc {
+                let text = std::fs::read_to_string(&doc)
+                    .with_context(|| format!("reading {}", doc.display()))?;
+                let root = doc.parent().unwrap_or(Path::new("."));
+                std::fs::write(&doc, hash_bench::report::update_doc(&text, root)?)?;
+                println!("{}: answer tables regenerated", doc.display());
+            }
+            for d in &dirs {
+                let report = hash_bench::report::write(d)?;
+                report_lines(d, &report)?;
+            }
+            Ok(())
+        }
         Cmd::Upgrade { files } => {
             for f in &files {
                 let r = hash_bench::upgrade::upgrade_file(f)?;

@@ -12,6 +12,7 @@
 //! `--python` that cannot answer stops the plan with one line naming it, before anything
 //! is generated or timed.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::util::which;
+use crate::util::which_in;
 
 /// Free-threaded interpreters looked for on PATH, newest first.
 pub const FREE_THREADED_NAMES: [&str; 2] = ["python3.14t", "python3.13t"];
@@ -185,11 +186,15 @@ fn label_of(program: &str) -> String {
 /// `asked` empty: `python3` if it works (labelled `python`; a sweep without Python is
 /// still a sweep). Otherwise exactly those, each of which must work. Either way, any
 /// free-threaded interpreter on PATH ([`FREE_THREADED_NAMES`]) not already among them.
-pub fn interpreters(asked: &[String]) -> Result<(Vec<Interpreter>, Option<String>)> {
+/// Names are looked up in `search` (PATH-style) when it is given, else on PATH.
+pub fn interpreters(
+    asked: &[String],
+    search: Option<&OsStr>,
+) -> Result<(Vec<Interpreter>, Option<String>)> {
     let mut found: Vec<Interpreter> = Vec::new();
     if asked.is_empty() {
-        if which("python3").is_some() {
-            match probe("python3", &label_of("python3")) {
+        if let Some(python3) = which_in("python3", search) {
+            match probe(&python3.to_string_lossy(), &label_of("python3")) {
                 Ok(i) => found.push(i),
                 Err(e) => eprintln!("hash-bench: python3: {e:#}; the Python rows are left out"),
             }
@@ -208,10 +213,10 @@ pub fn interpreters(asked: &[String]) -> Result<(Vec<Interpreter>, Option<String
         }
     }
     for name in FREE_THREADED_NAMES {
-        if which(name).is_none() {
+        let Some(path) = which_in(name, search) else {
             continue;
-        }
-        match probe(name, name) {
+        };
+        match probe(&path.to_string_lossy(), name) {
             Ok(i) if found.iter().any(|f| f.executable == i.executable) => {}
             Ok(i) => found.push(i),
             Err(e) => eprintln!("hash-bench: {name}: {e:#}; not raced"),
@@ -293,13 +298,13 @@ mod tests {
             let e = format!("{:#}", probe(program, "x").unwrap_err());
             assert!(e.contains(program), "{e}");
         }
-        let e = format!("{:#}", interpreters(&["false".into()]).unwrap_err());
+        let e = format!("{:#}", interpreters(&["false".into()], None).unwrap_err());
         assert!(e.starts_with("--python false: not a working Python"), "{e}");
     }
 
     #[test]
     fn the_machine_python_describes_itself() {
-        if which("python3").is_none() {
+        if crate::util::which("python3").is_none() {
             eprintln!("skipped: python3 is not installed");
             return;
         }

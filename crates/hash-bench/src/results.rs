@@ -1,6 +1,6 @@
-//! The results file: one self-contained JSON document per machine and sweep, in
-//! `results/`. This module is its schema ([`SCHEMA_VERSION`]); `results/README.md`
-//! describes it for readers, and [`validate`] checks a file against it (what `.ci/run`
+//! The results file: one self-contained JSON document per machine and sweep, the
+//! `results.json` of its folder in `results/`. This module is its schema
+//! ([`SCHEMA_VERSION`]); `docs/results-schema.md` describes it for readers, and [`validate`] checks a file against it (what `.ci/run`
 //! calls).
 //!
 //! The file carries every timed run (`times_s`, exit codes, residency per run), so that
@@ -31,7 +31,7 @@ use crate::spec::Spec;
 use crate::util::{close, mean, median, stddev};
 
 /// Version of this schema. Bump it on any incompatible change, and say what changed in
-/// `results/README.md`. Version 2 added `default_jobs` and `peak_rss_tree_kib` to each
+/// `docs/results-schema.md`. Version 2 added `default_jobs` and `peak_rss_tree_kib` to each
 /// benchmark (and reference rows); version 3 dropped `raw_dir` and `raw_export`, the
 /// pointers to raw files that are no longer committed. [`validate`] still reads versions
 /// 1 and 2.
@@ -76,8 +76,8 @@ pub struct Results {
     pub benchmarks: Vec<BenchmarkResult>,
     /// (v1, v2 only) Directory, relative to this file, that held the raw hyperfine
     /// exports, residency, RSS, plan and verification records. Absent since v3: the file
-    /// is self-contained and the raw directory (`collect` still writes one, named as this
-    /// file without `.json`) stays local.
+    /// is self-contained and the raw directory (`collect` still writes one, `raw/` in
+    /// the sweep's folder) stays local.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_dir: Option<String>,
 }
@@ -195,7 +195,8 @@ pub struct BenchmarkResult {
     pub program: String,
     /// Hashrace binary, peer, or reference.
     pub kind: Kind,
-    /// `sha256` or `blake3`.
+    /// What it computes: `sha256`, `blake3` (b3sum), `none` (the read floor) or `pysum`
+    /// (Python's pure-Python work).
     pub algorithm: String,
     /// Job count passed as `-j N` (or the reference's thread count), if any.
     pub jobs: Option<u32>,

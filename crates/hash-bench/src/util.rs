@@ -175,6 +175,19 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
     which::which(name).ok()
 }
 
+/// [`which`] in `search` (a PATH-style list of directories) instead of the process's
+/// PATH when it is given: the plan looks programs up through this, so a test can hand
+/// it a directory of fakes and get the same plan on every machine.
+pub fn which_in(name: &str, search: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    match search {
+        None => which(name),
+        Some(dirs) => {
+            let cwd = std::env::current_dir().ok()?;
+            which::which_in(name, Some(dirs), cwd).ok()
+        }
+    }
+}
+
 /// Human-readable byte count in binary units (`512 B`, `8.00 MiB`): indicatif's
 /// [`indicatif::HumanBytes`], the same text the progress bars show.
 pub fn human_bytes(bytes: u64) -> String {
@@ -355,6 +368,10 @@ mod tests {
         // `sh` is on PATH on any machine that runs these tests.
         assert!(which("sh").is_some_and(|p| p.is_absolute()));
         assert_eq!(which("hash-bench-no-such-program"), None);
+        // Only the directories given: `sh` is not in an empty one.
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(which_in("sh", Some(empty.path().as_os_str())), None);
+        assert_eq!(which_in("tool", Some(dir.path().as_os_str())), Some(exe));
     }
 
     #[test]

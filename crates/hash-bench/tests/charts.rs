@@ -54,14 +54,28 @@ fn committed_charts() -> Vec<PathBuf> {
     v
 }
 
-/// The charts `write_all` draws from each committed results file (one comparison per file,
-/// as `hash-bench chart FILE` does), written under `dir`.
+/// The committed sweeps' `results.json` files.
+fn committed_results() -> Vec<PathBuf> {
+    let (sweeps, _) = hash_bench::layout::check(&repo().join("results")).unwrap();
+    let v: Vec<PathBuf> = sweeps.iter().map(|d| d.join("results.json")).collect();
+    assert!(!v.is_empty(), "no committed sweeps");
+    v
+}
+
+/// The charts drawn from each committed results file: those of its report (as
+/// `hash-bench report DIR` draws them) and those `write_all` draws (one comparison per
+/// file, as `hash-bench chart FILE` does), written under `dir`.
 fn drawn_from_results(dir: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for (i, json) in files(&repo().join("results"), ".json").iter().enumerate() {
+    for (i, json) in committed_results().iter().enumerate() {
         let c = compare_paths(std::slice::from_ref(json));
         assert!(c.refused.is_empty(), "{}: {:?}", json.display(), c.refused);
         v.extend(write_all(&c, &dir.join(i.to_string())).unwrap());
+        let r: hash_bench::results::Results =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        let out = dir.join(format!("report-{i}"));
+        hash_bench::report::write_for(&r, &out).unwrap();
+        v.extend(files(&out.join("charts"), ".svg"));
     }
     v
 }
@@ -265,6 +279,9 @@ fn charts_linked_from_the_documents_exist() {
     let root = repo();
     let mut docs = vec![root.join("README.md")];
     docs.extend(files(&root.join("results"), ".md"));
+    for sweep in committed_results() {
+        docs.push(sweep.with_file_name("report.md"));
+    }
     for doc in docs {
         let text = read(&doc);
         for (i, _) in text.match_indices(".svg)") {

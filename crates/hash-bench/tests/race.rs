@@ -50,7 +50,15 @@ fn smoke_plan(root: &Path, bins: &Path, args: &[&str]) -> (PathBuf, PathBuf) {
     let work = ok(Command::new(HB)
         .args(["plan", "--sweep", "smoke"])
         .args(args)
-        .args(["--peers", "none", "--no-python", "--jobs", "2"])
+        .args([
+            "--peers",
+            "none",
+            "--no-python",
+            "--jobs",
+            "2",
+            "--cores",
+            "2",
+        ])
         .arg("--specs-dir")
         .arg(&specs)
         .arg("--data-root")

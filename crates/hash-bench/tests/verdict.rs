@@ -1,27 +1,26 @@
-//! `results/VERDICT.md`'s and `results/README.md`'s measured tables are generated: this fails when they no longer
-//! match what `hash-bench compare` prints from the committed results files its markers
-//! name (a results file changed, or the tables were edited by hand, or the compare output
-//! changed). Fix with `hash-bench compare --update-doc results/VERDICT.md` (or README.md).
+//! The answer tables in `results/VERDICT.md` and the README are generated: this fails
+//! when they no longer match what `hash-bench report` makes of the committed sweeps their
+//! markers name (a results file changed, the tables were edited by hand, or the report
+//! changed). Fix with `hash-bench report --update-doc results/VERDICT.md` (or README.md).
 
 use std::path::Path;
 
 #[test]
-fn committed_verdict_tables_match_the_committed_results() {
-    for doc in ["VERDICT.md", "README.md"] {
-        check(doc);
+fn committed_answer_tables_match_the_committed_results() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for doc in ["results/VERDICT.md", "README.md"] {
+        check(&repo.join(doc));
     }
 }
 
-fn check(name: &str) {
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results");
-    let doc_path = results.join(name);
-    let doc = std::fs::read_to_string(&doc_path).unwrap();
+fn check(doc_path: &Path) {
+    let doc = std::fs::read_to_string(doc_path).unwrap();
     assert!(
-        doc.contains(hash_bench::compare::BEGIN),
-        "{} has no generated section",
+        doc.contains(hash_bench::report::ANSWER_BEGIN),
+        "{} has no generated answer",
         doc_path.display()
     );
-    let fresh = hash_bench::compare::update_doc(&doc, &results).unwrap();
+    let fresh = hash_bench::report::update_doc(&doc, doc_path.parent().unwrap()).unwrap();
     if fresh != doc {
         let first = doc
             .lines()
@@ -29,11 +28,13 @@ fn check(name: &str) {
             .position(|(a, b)| a != b)
             .unwrap_or(doc.lines().count().min(fresh.lines().count()));
         panic!(
-            "results/{name} is out of date from line {}: committed {:?}, generated {:?}; \
-             run `hash-bench compare --update-doc results/{name}`",
+            "{} is out of date from line {}: committed {:?}, generated {:?}; \
+             run `hash-bench report --update-doc {}`",
+            doc_path.display(),
             first + 1,
             doc.lines().nth(first),
-            fresh.lines().nth(first)
+            fresh.lines().nth(first),
+            doc_path.display()
         );
     }
 }

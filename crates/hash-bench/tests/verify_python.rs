@@ -44,6 +44,8 @@ fn plan_and_verify(t: &Path, fake: &Path) -> (std::process::Output, PathBuf) {
     let plan = testenv::run(
         Command::new(HB)
             .args(["plan", "--sweep", "smoke", "--no-cold", "--peers", "none"])
+            // The rows' -j values, whatever this machine's CPU count.
+            .args(["--jobs", "2", "--cores", "2"])
             .arg("--specs-dir")
             .arg(repo().join("datasets"))
             .arg("--data-root")

@@ -28,14 +28,14 @@ use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use crate::checkline::{split_lines, CheckLine, CheckParser, Parsed};
+use crate::checkline::{CheckLine, CheckParser, Parsed};
 use crate::error::{Error, ErrorKind};
 use crate::escape::{bytes_path, escape_status_name};
 use crate::exit::Exit;
 use crate::output::{InOrder, Parked};
 use crate::progress::Progress;
 use crate::quote::{quote_name, quote_path};
-use crate::stdio::LineTooLong;
+use crate::stdio::{LineError, LineReader, LineTooLong};
 use crate::strategy::{Engine, Job};
 
 /// GNU's check-mode switches.
@@ -99,9 +99,8 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             quote_path(manifest)
         };
         let name = String::from_utf8_lossy(&name).into_owned();
-        let (data, cut) = match read_manifest(manifest) {
-            Ok(Ok(data)) => (data, None),
-            Ok(Err(mut cut)) => (std::mem::take(&mut cut.before), Some(cut)),
+        let mut lines = match open_manifest(manifest) {
+            Ok(input) => LineReader::new(input, b'\n'),
             Err(ManifestError::Open(e)) => {
                 crate::diag::path_error(&Error::new(manifest, e), None);
                 failed = true;
@@ -114,7 +113,8 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             }
         };
         let mut out = io::BufWriter::new(crate::stdio::stdout());
-        let (tally, write_failure) = check_manifest(run, &name, &data, &mut parser, &mut out);
+        let (tally, write_failure, cut) =
+            check_manifest(run, &name, &mut lines, &mut parser, &mut out);
         match write_failure {
             // A reader that went away (`| head`) has what it wanted: the run
             // ends quietly, as a hashing run does, and the status says
@@ -125,9 +125,24 @@ pub fn run(run: &CheckRun<'_>, manifests: &[&Path]) -> Exit {
             Some(e) => return crate::diag::write_failed(&e),
             None => {}
         }
-        if let Some(cut) = cut {
-            crate::show!("{name}: {cut}");
-            failed = true;
+        match cut {
+            Some(LineError::TooLong { line }) => {
+                let cut = LineTooLong {
+                    before: Vec::new(),
+                    line,
+                    whole: false,
+                };
+                crate::show!("{name}: {cut}");
+                failed = true;
+            }
+            // GNU says no more than this of a manifest that fails once open: the
+            // verdicts so far, then this, and no summary.
+            Some(LineError::Io(_)) => {
+                crate::show!("{name}: read error");
+                failed = true;
+                continue;
+            }
+            None => {}
         }
         failed |= summarise(&name, &run.opts, &tally);
     }
@@ -147,20 +162,30 @@ enum ManifestError {
     Read,
 }
 
-/// The manifest's bytes, cut before a line longer than
-/// [`MAX_LINE`](crate::stdio::MAX_LINE) (the error says which).
-fn read_manifest(path: &Path) -> Result<Result<Vec<u8>, LineTooLong>, ManifestError> {
-    let read = if path == Path::new("-") {
+/// The manifest, open for reading (stdin for `-`).
+fn open_manifest(path: &Path) -> Result<Box<dyn io::Read>, ManifestError> {
+    if path == Path::new("-") {
         let stdin = crate::stdio::stdin().map_err(|_| ManifestError::Read)?;
-        crate::stdio::read_lines(stdin, b'\n')
+        Ok(Box::new(stdin))
     } else {
         let file = fs::File::open(path).map_err(ManifestError::Open)?;
-        crate::stdio::read_lines(file, b'\n')
-    };
-    read.map_err(|_| ManifestError::Read)
+        Ok(Box::new(file))
+    }
 }
 
-/// A manifest's lines, parsed.
+/// A manifest is checked as it is read, a batch of entries at a time: at most
+/// this many entries...
+const BATCH_ENTRIES: usize = 4096;
+/// ...or this many bytes of their lines, whichever comes first (a line may be
+/// as long as [`MAX_LINE`](crate::stdio::MAX_LINE)). The first batch is
+/// [`FIRST_BATCH`] entries, so that the first verdict comes at once; each next
+/// one is four times larger, up to the bound. Memory is bounded by the batch,
+/// whatever the manifest's length; a batch ends where its slowest file does,
+/// so batches are large enough for that to cost little.
+const BATCH_BYTES: usize = 8 << 20;
+const FIRST_BATCH: usize = 16;
+
+/// A batch of a manifest's lines, parsed.
 struct Listing {
     /// The well-formed entries, in order.
     entries: Vec<CheckLine>,
@@ -171,14 +196,30 @@ struct Listing {
     malformed_after: Vec<usize>,
 }
 
-/// Parse `data` with `parser`, counting malformed lines in `tally`.
-fn parse_manifest(data: &[u8], parser: &mut CheckParser, tally: &mut Tally) -> Listing {
+/// Read and parse the next batch of at most `limit` entries from `lines`
+/// with `parser`, counting malformed lines in `tally`; and why the manifest
+/// ended, if it ended with an error. A batch ends right after an entry, or at
+/// the end of the manifest: lines after its last entry are malformed ones
+/// read at the end.
+fn parse_batch(
+    lines: &mut LineReader<impl io::Read>,
+    parser: &mut CheckParser,
+    tally: &mut Tally,
+    limit: usize,
+) -> (Listing, Option<Result<(), LineError>>) {
     let mut listing = Listing {
         entries: Vec::new(),
         malformed_before: Vec::new(),
         malformed_after: Vec::new(),
     };
-    for (line_no, line) in split_lines(data, false) {
+    let mut bytes = 0;
+    while listing.entries.len() < limit && bytes < BATCH_BYTES {
+        let (line_no, line) = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => return (listing, Some(Ok(()))),
+            Err(e) => return (listing, Some(Err(e))),
+        };
+        bytes += line.len();
         match parser.parse(line) {
             // GNU's `-` entry means stdin; we do not hash stdin from a manifest
             // (see docs/check-format.md), so it counts as malformed.
@@ -194,7 +235,7 @@ fn parse_manifest(data: &[u8], parser: &mut CheckParser, tally: &mut Tally) -> L
             }
         }
     }
-    listing
+    (listing, None)
 }
 
 /// The files `entries` name, with a size hint for largest-first scheduling
@@ -249,17 +290,18 @@ fn judge(opts: &CheckOptions, entry: &CheckLine, outcome: Parked, tally: &mut Ta
     }
 }
 
-/// Parse `data`, hash what it lists, print per-file lines to `out`. An error
-/// writing to `out` stops the check and is returned with the counts so far.
+/// Read the manifest from `lines` batch by batch, hash what each batch lists
+/// and print per-file lines to `out`, in manifest order. An error writing to
+/// `out` stops the check and is returned with the counts so far; so is the
+/// error that ended the manifest early (a line too long, a failed read).
 pub fn check_manifest(
     run: &CheckRun<'_>,
     name: &str,
-    data: &[u8],
+    lines: &mut LineReader<impl io::Read>,
     parser: &mut CheckParser,
     out: &mut impl Write,
-) -> (Tally, Option<io::Error>) {
+) -> (Tally, Option<io::Error>, Option<LineError>) {
     let mut tally = Tally::default();
-    let listing = parse_manifest(data, parser, &mut tally);
     let warn_malformed = |line_numbers: &[usize]| {
         if run.opts.warn {
             for line_no in line_numbers {
@@ -267,18 +309,64 @@ pub fn check_manifest(
             }
         }
     };
-    if listing.entries.is_empty() {
-        warn_malformed(&listing.malformed_after);
-        return (tally, None);
+    let mut progress: Option<Progress> = None;
+    let mut limit = FIRST_BATCH;
+    let (write_failure, ended) = loop {
+        let (listing, ended) = parse_batch(lines, parser, &mut tally, limit);
+        limit = (limit * 4).min(BATCH_ENTRIES);
+        if !listing.entries.is_empty() {
+            if let Some(e) = check_batch(run, name, &listing, &mut tally, &mut progress, out) {
+                break (Some(e), None);
+            }
+        }
+        if let Some(ended) = ended {
+            warn_malformed(&listing.malformed_after);
+            break (None, ended.err());
+        }
+    };
+    if let Some(p) = progress {
+        p.finish();
     }
+    (tally, write_failure, ended)
+}
+
+/// Hash the files of one batch and print their verdicts (and the warnings
+/// for the malformed lines between them) to `out`; the error writing to
+/// `out`, which stops the check. The progress line is started with the first
+/// batch and grows with each.
+fn check_batch(
+    run: &CheckRun<'_>,
+    name: &str,
+    listing: &Listing,
+    tally: &mut Tally,
+    progress: &mut Option<Progress>,
+    out: &mut impl Write,
+) -> Option<io::Error> {
+    let warn_malformed = |line_numbers: &[usize]| {
+        if run.opts.warn {
+            for line_no in line_numbers {
+                crate::show!("{name}: {line_no}: improperly formatted SHA256 checksum line");
+            }
+        }
+    };
     let sizes = run.engine.strategy().is_parallel() || run.progress;
     let files = jobs(&listing.entries, sizes);
     let reading = run.engine.reading();
-    let progress = run.progress.then(|| {
-        let total = files.iter().map(|j| j.size).sum();
-        let one_reader = run.engine.strategy() == crate::Strategy::Serial;
-        Progress::start(files.len() as u64, total, one_reader, reading.clone())
-    });
+    let total = files.iter().map(|j| j.size).sum();
+    match progress {
+        Some(p) => p.add_total(files.len() as u64, total),
+        None if run.progress => {
+            let one_reader = run.engine.strategy() == crate::Strategy::Serial;
+            *progress = Some(Progress::start(
+                files.len() as u64,
+                total,
+                one_reader,
+                reading.clone(),
+            ));
+        }
+        None => {}
+    }
+    let progress = progress.as_ref();
     let mut order = InOrder::new(files.len());
     let mut write_failure = None;
     let mut verdict = |i: usize, outcome: Parked| -> ControlFlow<()> {
@@ -287,13 +375,13 @@ pub fn check_manifest(
             let _ = out.flush();
             warn_malformed(&listing.malformed_before[i]);
         }
-        let text = match judge(&run.opts, entry, outcome, &mut tally) {
+        let text = match judge(&run.opts, entry, outcome, tally) {
             Verdict::Silent => return ControlFlow::Continue(()),
             Verdict::Print(text) => text,
             Verdict::Unreadable(kind) => {
                 let _ = out.flush();
                 let e = Error::new(files[i].path.clone(), kind);
-                crate::diag::path_error(&e, progress.as_ref());
+                crate::diag::path_error(&e, progress);
                 b"FAILED open or read"
             }
         };
@@ -310,7 +398,7 @@ pub fn check_manifest(
     };
     run.engine.run(&files, &reading, &mut |i, outcome| {
         // Progress counts completions as they happen, not in print order.
-        if let Some(p) = &progress {
+        if let Some(p) = progress {
             p.file_done(files[i].size);
         }
         order.insert(i, crate::output::parked(outcome));
@@ -319,16 +407,10 @@ pub fn check_manifest(
         }
         ControlFlow::Continue(())
     });
-    if let Some(p) = progress {
-        p.finish();
-    }
     if let Err(e) = out.flush() {
         write_failure.get_or_insert(e);
     }
-    if write_failure.is_none() {
-        warn_malformed(&listing.malformed_after);
-    }
-    (tally, write_failure)
+    write_failure
 }
 
 /// `NAME: VERDICT`, with GNU's check-mode escaping of the name.

@@ -98,6 +98,14 @@ pub struct Eta {
 }
 
 impl Eta {
+    /// `files` more files holding `bytes` more bytes to go (a manifest read as
+    /// it is checked). The fit so far stays: its fractions were of the smaller
+    /// totals, so the time left is an estimate for what is known, not more.
+    pub fn add_total(&mut self, files: u64, bytes: u64) {
+        self.files_total += files;
+        self.bytes_total += bytes;
+    }
+
     /// A model of a run of `files_total` files holding `bytes_total` bytes.
     pub fn new(files_total: u64, bytes_total: u64) -> Eta {
         Eta {

@@ -666,10 +666,11 @@ pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
 const DESCRIPTORS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
-/// long between a file's first stamp (at its open) and its first byte, so
+/// long between a file's open (and first stamp) and its first byte, so
 /// that a test can change it while it is being read, however fast it reads;
 /// with `HASHRACE_TEST_STAMPED_DIR` too, first say so there (an empty file
-/// named `stamped-SIZE`), so that the test waits on an event, not a clock.
+/// named `stamped-SIZE`), so that the test waits on an event, not a clock,
+/// and go on as soon as the test removes that file again.
 fn stamp_delay_hook(size: u64) {
     #[cfg(debug_assertions)]
     {
@@ -679,10 +680,19 @@ fn stamp_delay_hook(size: u64) {
             ms.parse().ok()
         });
         if let Some(ms) = delay {
-            if let Some(dir) = std::env::var_os("HASHRACE_TEST_STAMPED_DIR") {
-                let _ = File::create(Path::new(&dir).join(format!("stamped-{size}")));
+            let limit = std::time::Duration::from_millis(*ms);
+            let Some(dir) = std::env::var_os("HASHRACE_TEST_STAMPED_DIR") else {
+                std::thread::sleep(limit);
+                return;
+            };
+            // Until the test removes the file (it has done what it wanted to do
+            // meanwhile), or the delay is over.
+            let said = Path::new(&dir).join(format!("stamped-{size}"));
+            let _ = File::create(&said);
+            let start = std::time::Instant::now();
+            while said.exists() && start.elapsed() < limit {
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            std::thread::sleep(std::time::Duration::from_millis(*ms));
         }
     }
     #[cfg(not(debug_assertions))]
@@ -1151,9 +1161,7 @@ pub fn hash_opened(
     // Network and FUSE files are neither mapped nor read ahead by a thread:
     // their reads tell the pool when they wait (`on_block`), which is what
     // keeps enough requests in flight there.
-    if reading.policy.stamps {
-        stamp_delay_hook(opened.size);
-    }
+    stamp_delay_hook(opened.size);
     let large = opened.size >= MAP_MIN && crate::mapped::mappable(&opened.file);
     let digest = if large && cached(opened) {
         hash_cached(opened, buf, reading)?
@@ -1163,6 +1171,9 @@ pub fn hash_opened(
         }
         read_on(Running::default(), opened, buf, reading, on_block)?
     };
+    // Every way reads on to a read of 0 when it is short of the size: the same
+    // outcome whichever way a file took.
+    crate::mapped::ended_early(&opened.file, digest.size, opened.size)?;
     Ok(stamped(digest, opened, reading))
 }
 

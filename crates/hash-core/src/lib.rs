@@ -24,6 +24,11 @@
 //! - [`filelist`], [`shard`], [`merge`]: scale-out over cluster engines (`--list`,
 //!   `--shard K/N`, `--merge`), giving exactly the single-machine output.
 
+// io_uring, getdents, FIEMAP, RWF_NOWAIT, /proc and PR_SET_PDEATHSIG are
+// Linux's: say so at once rather than in a hundred errors further down.
+#[cfg(not(target_os = "linux"))]
+compile_error!("hashrace runs on Linux only (it uses io_uring, getdents, FIEMAP and /proc)");
+
 pub mod app;
 pub mod cache;
 pub mod check;

@@ -345,14 +345,31 @@ pub fn will_need(file: &impl AsFd, offset: u64, len: usize) {
     let _ = fadvise(file, offset, NonZeroU64::new(len as u64), Advice::WillNeed);
 }
 
+/// What a file that lost bytes while it was read is reported as, on every data
+/// path: a digest of the bytes that were left would be a digest of no version of it.
+pub const SHRANK: &str = "file shrank while it was being read";
+
 /// The error for a window that faulted: the file shrank under it, or (its
 /// size unchanged) the disk could not supply a page.
 pub fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
     match rustix::fs::fstat(file) {
-        Ok(st) if (st.st_size as u64) < expected => {
-            io::Error::other("file shrank while it was being read")
-        }
+        Ok(st) if (st.st_size as u64) < expected => io::Error::other(SHRANK),
         _ => rustix::io::Errno::IO.into(),
+    }
+}
+
+/// After reads that ended (a read of 0) at `read` bytes, short of the `expected`
+/// size `fstat` gave at the open: an error if the file is now smaller than that,
+/// as a mapped window that faults is. A file whose size still says `expected`
+/// (sysfs gives a page for any attribute) ended where its content does, and what
+/// was read is the file, as `sha256sum` has it.
+pub fn ended_early(file: &impl AsFd, read: u64, expected: u64) -> io::Result<()> {
+    if read >= expected {
+        return Ok(());
+    }
+    match rustix::fs::fstat(file) {
+        Ok(st) if (st.st_size as u64) < expected => Err(io::Error::other(SHRANK)),
+        _ => Ok(()),
     }
 }
 

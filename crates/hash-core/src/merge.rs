@@ -59,6 +59,8 @@ pub struct ShardFile {
     pub total: usize,
     /// Plan files it was given (hashed or not).
     pub assigned: usize,
+    /// Its lines are `--tag` lines (`style=tag`).
+    pub tag: bool,
     /// Its files.
     pub entries: Vec<Entry>,
     /// Errors it reported; `None` if its end line is missing (killed, still
@@ -101,6 +103,7 @@ pub fn parse(data: &[u8]) -> Result<ShardFile, String> {
             plan,
             total,
             assigned: 0,
+            tag,
             entries: Vec::new(),
             errors: None,
         });
@@ -157,6 +160,7 @@ pub fn parse(data: &[u8]) -> Result<ShardFile, String> {
         plan,
         total,
         assigned: end.assigned,
+        tag,
         entries,
         errors: Some(end.errors),
     })
@@ -332,6 +336,11 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
     let (plan, n) = (first.plan.clone(), first.shard.n);
     let mut by_k: BTreeMap<usize, Vec<&PathBuf>> = BTreeMap::new();
     for (p, s) in &shards {
+        if let Some(why) = header_differs(s, first, first_path) {
+            refuse(p, format!("shard {} does not belong: {why}", s.shard));
+            refused = true;
+            continue;
+        }
         if s.plan != plan || s.shard.n != n {
             let why = if s.plan != plan {
                 format!(
@@ -402,6 +411,34 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
         }
     }
     status
+}
+
+/// Why the header of `s` does not fit that of `first` (read from
+/// `first_path`) in the fields a plan fixes beside its id: the plan's file
+/// count and the style of its lines. (The id and N are compared by the
+/// caller; K is repeated in the end line, the style must parse every line,
+/// and the file counts must add up to the assignments.)
+fn header_differs(s: &ShardFile, first: &ShardFile, first_path: &Path) -> Option<String> {
+    let style = |tag: bool| if tag { "tag" } else { "gnu" };
+    if s.plan != first.plan || s.shard.n != first.shard.n {
+        return None;
+    }
+    if s.total != first.total {
+        return Some(format!(
+            "its header says files={}, {} says files={} for the same plan (changed after it was written)",
+            s.total,
+            display_path(first_path),
+            first.total
+        ));
+    }
+    (s.tag != first.tag).then(|| {
+        format!(
+            "its lines are style={}, {} style={}",
+            style(s.tag),
+            display_path(first_path),
+            style(first.tag)
+        )
+    })
 }
 
 /// The entries of a set of shards that belong together, in plan order, if

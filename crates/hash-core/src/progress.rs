@@ -41,8 +41,9 @@ const TEMPLATE: &str = "{mib} MiB ({percent}%), {files} files ({files_percent}%)
 /// What the hashers count, sampled by the ticker.
 #[derive(Debug)]
 struct Counts {
-    files_total: u64,
-    bytes_total: u64,
+    /// Grown by [`Progress::add_total`] as a manifest is read.
+    files_total: AtomicU64,
+    bytes_total: AtomicU64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
     /// The run's hashers count the bytes they stream (`hash-procs`' workers
@@ -60,7 +61,7 @@ impl Counts {
         let streamed = self.reading.bytes_read();
         streamed
             .max(self.bytes_done.load(Ordering::Relaxed))
-            .min(self.bytes_total.max(1))
+            .min(self.bytes_total.load(Ordering::Relaxed).max(1))
     }
 
     fn eta(&self) -> std::sync::MutexGuard<'_, Eta> {
@@ -147,8 +148,8 @@ impl Progress {
         // The start is a sample: the first tick then has an interval to fit.
         eta.sample(Duration::ZERO, 0, 0);
         let counts = Arc::new(Counts {
-            files_total,
-            bytes_total,
+            files_total: AtomicU64::new(files_total),
+            bytes_total: AtomicU64::new(bytes_total),
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
             reading,
@@ -164,6 +165,16 @@ impl Progress {
             terminal,
             ticker: None,
         }
+    }
+
+    /// `files` more files of `bytes` bytes to go: a manifest checked as it is
+    /// read learns its length batch by batch.
+    pub fn add_total(&self, files: u64, bytes: u64) {
+        let c = &self.counts;
+        c.files_total.fetch_add(files, Ordering::Relaxed);
+        let total = c.bytes_total.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        c.eta().add_total(files, bytes);
+        self.bar.set_length(total);
     }
 
     /// One more file finished (hashed or failed), of `size` bytes.
@@ -216,14 +227,16 @@ fn style(counts: Arc<Counts>) -> ProgressStyle {
             let counts = Arc::clone(&counts);
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
                 let done = counts.files_done.load(Ordering::Relaxed);
-                let _ = write!(w, "{done}/{}", counts.files_total);
+                let total = counts.files_total.load(Ordering::Relaxed);
+                let _ = write!(w, "{done}/{total}");
             }
         })
         .with_key("files_percent", {
             let counts = Arc::clone(&counts);
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
                 let done = counts.files_done.load(Ordering::Relaxed);
-                let _ = write!(w, "{}", percent(done, counts.files_total));
+                let total = counts.files_total.load(Ordering::Relaxed);
+                let _ = write!(w, "{}", percent(done, total));
             }
         })
         .with_key(

@@ -118,10 +118,13 @@ pub fn hash_stdin() -> Outcome {
     Ok(hash_reader(stdin()?, &mut new_buffer())?)
 }
 
-/// The longest line a manifest or a file list may have: room for a name of
-/// `PATH_MAX` (4,096) bytes with every byte escaped (GNU escapes `\` and
-/// newline with two), four times over, and a digest.
-pub const MAX_LINE: usize = 4 * 4096 + 256;
+/// The longest line a manifest or a file list may have: 1 MiB, room for a name
+/// of 512 KiB (128 times `PATH_MAX`) with every byte escaped (GNU escapes `\`
+/// and newline with two), and a digest. The hashers open names longer than
+/// `PATH_MAX` a directory at a time and print them, so the bound must be far
+/// above it for their own output to be read back; it is a bound all the same,
+/// so that an input without line ends (`/dev/zero`) cannot fill memory.
+pub const MAX_LINE: usize = 1 << 20;
 
 /// The most a manifest or a file list may hold in all: 1 GiB, some 7
 /// million lines of a manifest (a larger tree is better split with
@@ -198,9 +201,193 @@ pub fn read_lines(mut input: impl Read, sep: u8) -> io::Result<Result<Vec<u8>, L
     }
 }
 
+/// Why [`LineReader::next_line`] stopped short of the end.
+#[derive(Debug)]
+pub enum LineError {
+    /// Reading failed.
+    Io(io::Error),
+    /// Line `line` (counting from 1) is longer than [`MAX_LINE`]; the rest
+    /// is not read.
+    TooLong {
+        /// Its number.
+        line: usize,
+    },
+}
+
+/// Lines of an input read as they come, holding at most one line (up to
+/// [`MAX_LINE`]) and one read ahead: what lets `-c` check a manifest of any
+/// length, or an endless one (`yes LINE | hash-serial -c`), in bounded memory.
+/// Lines are split as [`crate::checkline::split_lines`] splits them: the
+/// separator is not part of the line, and a last line without one still is one.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    input: R,
+    sep: u8,
+    buf: Vec<u8>,
+    /// The unread bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// Lines returned so far.
+    line: usize,
+    at_end: bool,
+}
+
+/// What one read of [`LineReader`] asks of its input.
+const READ_AHEAD: usize = 64 * 1024;
+
+impl<R: Read> LineReader<R> {
+    /// Lines of `input` separated by `sep`.
+    pub fn new(input: R, sep: u8) -> LineReader<R> {
+        LineReader {
+            input,
+            sep,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            line: 0,
+            at_end: false,
+        }
+    }
+
+    /// The next line and its number, `None` at the end of the input.
+    pub fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
+        let (from, to) = loop {
+            let unread = &self.buf[self.start..self.end];
+            if let Some(len) = unread.iter().position(|&b| b == self.sep) {
+                if len > MAX_LINE {
+                    return Err(self.too_long());
+                }
+                let from = self.start;
+                self.start += len + 1;
+                break (from, from + len);
+            }
+            if unread.len() > MAX_LINE {
+                return Err(self.too_long());
+            }
+            if self.at_end {
+                if unread.is_empty() {
+                    return Ok(None);
+                }
+                let from = self.start;
+                self.start = self.end;
+                break (from, self.end);
+            }
+            self.fill().map_err(LineError::Io)?;
+        };
+        self.line += 1;
+        Ok(Some((self.line, &self.buf[from..to])))
+    }
+
+    fn too_long(&mut self) -> LineError {
+        // Nothing more is read: the line may never end (`/dev/zero`).
+        self.at_end = true;
+        self.start = self.end;
+        LineError::TooLong {
+            line: self.line + 1,
+        }
+    }
+
+    /// Move the unread bytes to the front and read more after them.
+    fn fill(&mut self) -> io::Result<()> {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.buf.len() < self.end + READ_AHEAD {
+            self.buf.resize(self.end + READ_AHEAD, 0);
+        }
+        loop {
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.at_end = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every line of `input`, read through a reader that hands over `step`
+    /// bytes at a time, and how it ended.
+    fn lines_of(input: &[u8], sep: u8, step: usize) -> (Vec<(usize, Vec<u8>)>, Option<usize>) {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.1.min(buf.len()).min(self.0.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut r = LineReader::new(Trickle(input, step), sep);
+        let mut got = Vec::new();
+        loop {
+            match r.next_line() {
+                Ok(Some((n, line))) => got.push((n, line.to_vec())),
+                Ok(None) => return (got, None),
+                Err(LineError::TooLong { line }) => return (got, Some(line)),
+                Err(LineError::Io(e)) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_lines_are_the_lines_split_lines_gives() {
+        let cases: [&[u8]; 7] = [
+            b"",
+            b"\n",
+            b"a\nb\n",
+            b"a\nb",
+            b"a\n\n\nb",
+            b"a\0b\r\n",
+            b"\n\n",
+        ];
+        for input in cases {
+            let want: Vec<(usize, Vec<u8>)> = crate::checkline::split_lines(input, false)
+                .map(|(n, l)| (n, l.to_vec()))
+                .collect();
+            for step in [1, 2, 7, 1 << 20] {
+                assert_eq!(
+                    lines_of(input, b'\n', step),
+                    (want.clone(), None),
+                    "{input:?}"
+                );
+            }
+        }
+        assert_eq!(
+            lines_of(b"a\nb\0c", 0, 3).0,
+            [(1, b"a\nb".to_vec()), (2, b"c".to_vec())]
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_ends_the_stream_where_it_starts() {
+        let mut input = b"a\nbb\n".to_vec();
+        input.extend(vec![b'x'; MAX_LINE + 1]);
+        input.extend(b"\nc\n");
+        let (got, cut) = lines_of(&input, b'\n', 64 * 1024);
+        assert_eq!(got, [(1, b"a".to_vec()), (2, b"bb".to_vec())]);
+        assert_eq!(cut, Some(3));
+        // At the bound exactly, and unterminated, a line is whole.
+        let mut ok = vec![b'y'; MAX_LINE];
+        ok.push(b'\n');
+        ok.extend(vec![b'z'; MAX_LINE]);
+        let (got, cut) = lines_of(&ok, b'\n', 1000);
+        assert_eq!((got.len(), cut), (2, None));
+        // An endless input without separators stops at the bound.
+        let mut r = LineReader::new(std::io::repeat(0).take(u64::MAX), b'\n');
+        assert!(matches!(r.next_line(), Err(LineError::TooLong { line: 1 })));
+        assert!(matches!(r.next_line(), Ok(None)));
+    }
 
     #[test]
     fn known_vectors_and_a_read_that_ends_where_the_last_stopped() {

@@ -227,6 +227,42 @@ fn a_killed_worker_loses_nothing() {
     );
 }
 
+#[test]
+fn a_stopped_worker_is_ended_and_its_files_hashed_by_another() {
+    if !hooks_compiled() {
+        return;
+    }
+    let t = tree(40);
+    let expected = reference("-H", &[t.root()]);
+    // Stopped while it holds files and has answered none of them.
+    let mut gate = Gate::new();
+    let (child, workers) = start_held(t.root(), &gate, 1, &[]);
+    let worker = workers[0];
+    {
+        use rustix::process::{kill_process, Pid, Signal};
+        let p = Pid::from_raw(worker as i32).expect("not pid 0");
+        kill_process(p, Signal::STOP).unwrap();
+    }
+    gate.release();
+    let out = wait_output(child, "hash-procs with a stopped worker");
+    assert_eq!(
+        show(&out.stdout),
+        show(&expected),
+        "every file still hashed"
+    );
+    let err = show(&out.stderr);
+    let notice = format!(
+        "hash-procs: worker process {worker} was stopped for 5 s while it held files, so it was ended; "
+    );
+    assert!(err.starts_with(&notice), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "all files were hashed in the end"
+    );
+}
+
 /// Also with workers that read several files at once, on threads of their
 /// own (`--max-in-flight` above `-j`, as on a network file system): a worker
 /// that dies loses every file it held, and each is retried alone. There a

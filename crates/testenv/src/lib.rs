@@ -235,8 +235,12 @@ fn wait_until_executable(path: &Path) {
 
 /// A command running `program` as the unprivileged `nobody` user, so that
 /// permission errors are real even though CI runs as root (which ignores
-/// permission bits).
+/// permission bits). A user who is not root is unprivileged already (and
+/// cannot change user): `program` runs as that user.
 pub fn as_nobody(program: &Path) -> Command {
+    if !rustix::process::geteuid().is_root() {
+        return Command::new(program);
+    }
     let mut cmd = Command::new("setpriv");
     cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(program);

@@ -284,6 +284,97 @@ fn a_file_that_is_not_a_cache_is_refused_by_name_and_left_alone() {
     });
 }
 
+/// A loop device over a file of `bytes`, when this machine lets the test make
+/// one (root, `losetup`, the loop driver); it is detached when dropped.
+struct Loop {
+    dev: PathBuf,
+}
+
+impl Loop {
+    fn over(image: &Path) -> Result<Loop, String> {
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(image)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("losetup: {}", show(&out.stderr).trim()));
+        }
+        Ok(Loop {
+            dev: PathBuf::from(show(&out.stdout).trim()),
+        })
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+#[test]
+fn a_cache_path_that_is_not_a_regular_file_is_refused_before_anything_is_written() {
+    let t = Tree::new();
+    t.file(b"f", b"data");
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo, 0o644);
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    // A cache whose write-ahead log would go to a FIFO: refused too, by the
+    // log's name.
+    let beside = dir.path().join("beside.db");
+    let beside_wal = dir.path().join("beside.db-wal");
+    mkfifo(&beside_wal, 0o644);
+    let image = dir.path().join("blk.img");
+    let noise = pattern(1 << 20);
+    fs::write(&image, &noise).unwrap();
+    let device = Loop::over(&image);
+    if let Err(why) = &device {
+        eprintln!("the block device case is skipped: cannot make a loop device ({why})");
+    }
+    let mut cases: Vec<(PathBuf, PathBuf)> = vec![
+        (fifo.clone(), fifo.clone()),
+        (sub.clone(), sub.clone()),
+        (beside.clone(), beside_wal.clone()),
+        ("/dev/null".into(), "/dev/null".into()),
+    ];
+    if let Ok(l) = &device {
+        cases.push((l.dev.clone(), l.dev.clone()));
+    }
+    each_binary(|env| {
+        for (cache, named) in &cases {
+            let args: Vec<&OsStr> =
+                vec!["--cache".as_ref(), cache.as_os_str(), t.root().as_os_str()];
+            let out = env.run_os(&args);
+            let want = format!("{}: {}: not a regular file\n", env.name(), named.display());
+            assert_eq!(show(&out.stderr), want);
+            assert_eq!(out.status.code(), Some(2));
+            assert_eq!(show(&out.stdout), "", "nothing printed");
+        }
+        assert!(
+            !beside.exists(),
+            "the database beside a FIFO log was not made"
+        );
+        assert_eq!(fs::read_dir(&sub).unwrap().count(), 0);
+        for suffix in ["-journal", "-wal", "-shm"] {
+            let p = format!("/dev/null{suffix}");
+            assert!(!Path::new(&p).exists(), "{p} was made");
+        }
+    });
+    if let Ok(l) = device {
+        for suffix in ["-journal", "-wal", "-shm"] {
+            let p = format!("{}{suffix}", l.dev.display());
+            assert!(!Path::new(&p).exists(), "{p} was made");
+        }
+        drop(l);
+        assert!(
+            fs::read(&image).unwrap() == noise,
+            "the device was not written"
+        );
+    }
+}
+
 #[test]
 fn check_mode_refuses_the_cache() {
     let dir = scratch();

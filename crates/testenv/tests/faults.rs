@@ -191,7 +191,7 @@ fn an_input_without_line_ends_is_refused_by_name() {
     // A manifest's good line, then one line far too long: the good one is
     // still checked, the rest refused.
     let mut manifest = sha256sum(&[&f]);
-    manifest.extend(std::iter::repeat_n(b'x', 100_000));
+    manifest.extend(std::iter::repeat_n(b'x', hash_core::stdio::MAX_LINE + 1));
     manifest.extend(b"\n");
     let long = t.file(b"long.sums", &manifest);
     each_binary(|env| {
@@ -217,6 +217,57 @@ fn an_input_without_line_ends_is_refused_by_name() {
             "{}",
             show(&out.stdout)
         );
+    });
+}
+
+#[test]
+fn a_file_truncated_while_it_is_read_is_reported_on_every_data_path() {
+    if !cfg!(debug_assertions) {
+        eprintln!("skipped: the hasher's open-to-read hook exists in debug builds only");
+        return;
+    }
+    // One file: the hook holds every file it sees until the test lets it go.
+    let t = Tree::new();
+    let size = 8 << 20;
+    let big = t.file(b"big", &pattern(size));
+    each_binary(|env| {
+        for path in ["read", "map", "auto"] {
+            std::fs::write(&big, pattern(size)).unwrap();
+            // The hasher says when it has opened a file (an empty file named by its
+            // size appears in `signals`), then waits before reading it until that
+            // file is gone: the truncation lands in that wait, after the size was
+            // taken.
+            let signals = tempfile::tempdir().unwrap();
+            let watch = OpenWatch::on(signals.path(), rustix::fs::inotify::WatchFlags::CREATE);
+            let opened = signals.path().join(format!("stamped-{size}"));
+            let child = env
+                .command()
+                .args(["--data-path", path])
+                .arg(t.root())
+                .env("HASHRACE_TEST_STAMP_DELAY_MS", "60000")
+                .env("HASHRACE_TEST_STAMPED_DIR", signals.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            while !opened.exists() {
+                watch.wait("the big file to be opened");
+            }
+            let f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+            f.set_len(4096).unwrap();
+            drop(f);
+            std::fs::remove_file(&opened).unwrap();
+            let out = wait_output(child, "a run with a file truncated");
+            let err = show(&out.stderr);
+            let said = format!(
+                "{}: {}: file shrank while it was being read\n",
+                env.name(),
+                big.display()
+            );
+            assert_eq!(err, said, "--data-path {path}");
+            assert_eq!(out.status.code(), Some(1), "--data-path {path}: {err}");
+            assert_eq!(show(&out.stdout), "", "no digest, --data-path {path}");
+        }
     });
 }
 
@@ -259,6 +310,43 @@ fn paths_longer_than_path_max_are_hashed_by_every_binary() {
             assert!(lines[0].ends_with("/file"));
             assert!(lines[1].ends_with("/top"));
         }
+    });
+}
+
+#[test]
+fn a_path_of_64_kib_is_read_back_by_check_and_files_from() {
+    let t = Tree::new();
+    // 300 directories of 220-odd bytes, one of them with a newline and a
+    // backslash, so that its line is escaped as well as long.
+    let mut rel = Vec::new();
+    for i in 0..300 {
+        rel.extend(std::iter::repeat_n(b'd', 220));
+        if i == 7 {
+            rel.extend(b"\\n\n");
+        }
+        rel.extend(format!("{i}/").as_bytes());
+    }
+    rel.extend(b"file");
+    assert!(rel.len() > 64 * 1024);
+    make_deep(t.root(), &rel, b"deep content\n");
+    let lists = tempfile::tempdir().unwrap();
+    let sums = lists.path().join("SUMS");
+    let list = lists.path().join("LIST");
+    each_binary(|env| {
+        let out = env.run_os(&[t.root().as_os_str()]);
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+        assert!(out.stdout.len() > 64 * 1024);
+        std::fs::write(&sums, &out.stdout).unwrap();
+        let check = env.run_os(&["-c".as_ref(), sums.as_os_str()]);
+        assert_eq!(check.status.code(), Some(0), "{}", show(&check.stderr));
+        assert!(show(&check.stdout).ends_with("/file: OK\n"));
+        // Its own --list -z, read back with --files-from -0, gives the same lines.
+        let listed = env.run_os(&["--list".as_ref(), "-z".as_ref(), t.root().as_os_str()]);
+        assert_eq!(listed.status.code(), Some(0), "{}", show(&listed.stderr));
+        std::fs::write(&list, &listed.stdout).unwrap();
+        let from = env.run_os(&["--files-from".as_ref(), list.as_os_str(), "-0".as_ref()]);
+        assert_eq!(from.status.code(), Some(0), "{}", show(&from.stderr));
+        assert_eq!(show(&from.stdout), show(&out.stdout));
     });
 }
 

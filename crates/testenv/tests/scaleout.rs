@@ -173,6 +173,18 @@ fn the_merge_refuses_incomplete_overlapping_and_foreign_sets_naming_them() {
     );
     lines.push(end.into_bytes());
     let deleted = write(&work, "deleted", &joined(&lines));
+    // Shard 2's header says the plan has one file more.
+    let text = std::fs::read(&s2).unwrap();
+    let at = text.iter().position(|&b| b == b'\n').unwrap();
+    let head = show(&text[..at]);
+    let files: usize = head
+        .split(' ')
+        .find_map(|w| w.strip_prefix("files="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let head = head.replace(&format!("files={files}"), &format!("files={}", files + 1));
+    let recounted = write(&work, "recounted", &[head.as_bytes(), &text[at..]].concat());
     let cases: Vec<(Vec<&Path>, Vec<String>)> = vec![
         (
             vec![&s0, &s2],
@@ -213,6 +225,15 @@ fn the_merge_refuses_incomplete_overlapping_and_foreign_sets_naming_them() {
             vec![format!(
                 "hash-async: {}: its lines do not match the sha256 of its end line",
                 d(&deleted)
+            )],
+        ),
+        (
+            vec![&s0, &s1, &recounted],
+            vec![format!(
+                "hash-async: {}: shard 2/3 does not belong: its header says files={}, {} says files={files}",
+                d(&recounted),
+                files + 1,
+                d(&s0)
             )],
         ),
         (

@@ -153,6 +153,19 @@ impl Cache {
         })
     }
 
+    /// Say that the cache failed with `e` while it was being `doing` (read,
+    /// written), and go on without it. Damage is called damage whenever it
+    /// is met: which phase meets it first depends on the strategy's order,
+    /// and every binary must say the same of the same file.
+    fn failed(&mut self, e: &rusqlite::Error, doing: &str) {
+        let why = if store::is_damage(e) {
+            format!("is damaged ({})", store::reason(e))
+        } else {
+            format!("cannot be {doing} ({})", store::reason(e))
+        };
+        self.give_up(&why);
+    }
+
     /// Say that the cache failed for `why`, and go on without it.
     fn give_up(&mut self, why: &str) {
         if self.store.take().is_some() {
@@ -187,6 +200,10 @@ impl Cache {
                     crate::quote::quoted(path)
                 );
                 Ok(None)
+            }
+            Err(OpenError::NotRegular(p)) => {
+                crate::show!("{}: not a regular file", crate::quote::quoted(&p));
+                Err(Exit::Usage)
             }
             Err(OpenError::Refused(why)) => {
                 crate::show!(
@@ -238,7 +255,7 @@ impl Cache {
             self.unseen = scanned.unseen;
             self.damaged_segments = scanned.damaged_segments;
             if let Some(e) = scanned.error {
-                self.give_up(&format!("cannot be read ({})", store::reason(&e)));
+                self.failed(&e, "read");
             }
         }
         if broke {
@@ -359,7 +376,7 @@ impl Cache {
         let Some(store) = &mut self.store else { return };
         match store.insert(&batch) {
             Ok(()) => self.counts.recorded += batch.len() as u64,
-            Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
+            Err(e) => self.failed(&e, "written"),
         }
     }
 
@@ -373,7 +390,7 @@ impl Cache {
         self.counts.recorded += written.recorded;
         self.store = Some(written.store);
         if let Some(e) = written.error {
-            self.give_up(&format!("cannot be written ({})", store::reason(&e)));
+            self.failed(&e, "written");
         }
     }
 
@@ -388,13 +405,13 @@ impl Cache {
         if let (true, false, Some(store)) = (succeeded, unseen.is_empty(), &mut self.store) {
             match store.delete(&unseen) {
                 Ok(()) => self.counts.pruned = unseen.len() as u64,
-                Err(e) => self.give_up(&format!("cannot be written ({})", store::reason(&e))),
+                Err(e) => self.failed(&e, "written"),
             }
         }
         let damaged = std::mem::take(&mut self.damaged_segments);
         if let (true, false, Some(store)) = (succeeded, damaged.is_empty(), &mut self.store) {
             if let Err(e) = store.drop_damaged(&damaged) {
-                self.give_up(&format!("cannot be written ({})", store::reason(&e)));
+                self.failed(&e, "written");
             }
         }
         if self.counts.damaged > 0 {

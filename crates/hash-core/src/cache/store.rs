@@ -57,6 +57,34 @@ pub enum OpenError {
     /// The cache cannot be reached or written (a read-only location, a full
     /// disk): the run goes on without it.
     Unavailable(String),
+    /// The path, or one SQLite would write beside it, exists and is not a
+    /// regular file (a block device, `/dev/null`, a FIFO, a directory): the
+    /// run stops before anything is written to it.
+    NotRegular(std::path::PathBuf),
+}
+
+/// The files SQLite writes beside the database `path` in WAL mode, or while
+/// it lays one out (its rollback journal).
+fn companions(path: &Path) -> [std::path::PathBuf; 3] {
+    ["-wal", "-shm", "-journal"].map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    })
+}
+
+/// Refuse `path` and its companions unless each is a regular file or absent:
+/// SQLite would open a device and write its pages over whatever is on it.
+/// (A symbolic link is followed, as SQLite follows it.) Only a check made
+/// before the open: a path swapped for a device in between is not covered.
+fn only_regular(path: &Path) -> Result<(), OpenError> {
+    let all = std::iter::once(path.to_path_buf()).chain(companions(path));
+    for p in all {
+        if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+            return Err(OpenError::NotRegular(p));
+        }
+    }
+    Ok(())
 }
 
 /// An open cache database.
@@ -109,7 +137,7 @@ impl Batch {
 }
 
 /// Whether a failure means the file is not usable as a cache at all.
-fn is_damage(e: &rusqlite::Error) -> bool {
+pub(crate) fn is_damage(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
@@ -183,6 +211,7 @@ impl Store {
     /// Open (or create) the cache at `path`. Reads first, and writes only
     /// to a database that is ours or empty.
     pub fn open(path: &Path) -> Result<Store, OpenError> {
+        only_regular(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;

@@ -12,7 +12,7 @@
 //! order, as it does for every parallel run.
 //!
 //! The key costs an open, an `fstat`, an `ioctl` and a close per file, on top
-//! of the read's own open (measured in results/README.md, "Read order on a
+//! of the read's own open (measured: docs/findings.md, "Read order on a
 //! disk that seeks"). Next to a seek that is nothing; where data is cached,
 //! or the storage does not seek, it is pure loss. So `--read-order auto`
 //! (the default) sorts only when [`pays`]: the storage says it spins, the

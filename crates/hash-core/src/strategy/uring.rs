@@ -722,6 +722,10 @@ fn read(slot: &mut Slot, mut res: i32, reading: &Reading) -> Option<Outcome> {
     // The end: a read of 0, or a short one that reaches the size fstat gave
     // (see `hasher::hash_opened`).
     if n == 0 || (n < BLOCK && slot.run.size() == slot.size) {
+        let fd = slot.fd.as_ref().expect("open");
+        if let Err(e) = crate::mapped::ended_early(fd, slot.run.size(), slot.size) {
+            return Some(Err(e.into()));
+        }
         let digest = std::mem::take(&mut slot.run).finish();
         if !reading.policy().stamps {
             return Some(Ok(digest));

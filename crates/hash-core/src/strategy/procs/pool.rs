@@ -71,6 +71,39 @@ struct Worker {
     /// The readers it added while files waited for the disk (its main
     /// thread reads until the first, and then passes requests on).
     added: usize,
+    /// Checks in a row (one a [`STOP_CHECK`] without a word from any
+    /// worker) that found it stopped while it held work.
+    stopped_checks: u32,
+    /// Whether it was ended for being stopped (said when it is buried).
+    ended_stopped: bool,
+}
+
+/// How long the parent waits for a word from its workers before it looks
+/// whether one that holds work is stopped.
+const STOP_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A worker found stopped (`SIGSTOP`, or `SIGTSTP` sent to it alone) this
+/// many checks in a row, a second apart, is ended and its files go to
+/// another worker: otherwise the run would wait for it for good. Counted in
+/// checks, not by the clock, so that a whole run suspended with Ctrl-Z
+/// (parent and workers alike) is not taken for a stopped worker once it goes
+/// on. A worker stopped by a debugger (`t`, traced) is left alone.
+const STOPPED_CHECKS: u32 = 5;
+
+/// Whether process `pid` is stopped by a signal (state `T` in
+/// `/proc/PID/stat`; the state follows the last `)`, as the command name may
+/// hold any bytes).
+fn is_stopped(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    state_of(&stat) == Some(b'T')
+}
+
+/// The state letter of a `/proc/PID/stat` line.
+fn state_of(stat: &[u8]) -> Option<u8> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    stat.get(close + 2).copied()
 }
 
 impl Worker {
@@ -243,8 +276,10 @@ impl Pool<'_, '_> {
                 None => fds.push(PollFd::new(&w.stdout, PollFlags::empty())),
             }
         }
+        let busy = live.iter().any(|(_, w)| !w.in_flight.is_empty());
+        let check = rustix::event::Timespec::try_from(STOP_CHECK).expect("a second");
         let polled = loop {
-            match rustix::event::poll(&mut fds, None) {
+            match rustix::event::poll(&mut fds, busy.then_some(&check)) {
                 Err(rustix::io::Errno::INTR) => continue,
                 other => break other,
             }
@@ -263,6 +298,12 @@ impl Pool<'_, '_> {
             }
             return live.into_iter().map(|i| (i, true, false)).collect();
         }
+        if polled == Ok(0) {
+            drop(fds);
+            let live: Vec<usize> = live.iter().map(|&(i, _)| i).collect();
+            self.end_stopped(&live);
+            return Vec::new();
+        }
         live.iter()
             .zip(fds.chunks_exact(2))
             .filter_map(|(&(i, _), pair)| {
@@ -274,6 +315,26 @@ impl Pool<'_, '_> {
                 (readable || writable).then_some((i, readable, writable))
             })
             .collect()
+    }
+
+    /// After a [`STOP_CHECK`] without a word: end each of `live` that holds
+    /// work and has been stopped for [`STOPPED_CHECKS`] checks. Its output
+    /// then ends, and it is buried as a worker that died, its files retried.
+    fn end_stopped(&mut self, live: &[usize]) {
+        for &i in live {
+            let Some(w) = self.workers[i].as_mut() else {
+                continue;
+            };
+            if w.in_flight.is_empty() || !is_stopped(w.child.id()) {
+                w.stopped_checks = 0;
+                continue;
+            }
+            w.stopped_checks += 1;
+            if w.stopped_checks >= STOPPED_CHECKS && !w.ended_stopped {
+                w.ended_stopped = true;
+                let _ = w.child.kill();
+            }
+        }
     }
 
     /// Read what worker `index` wrote (one read: it returns what the pipe
@@ -458,6 +519,8 @@ impl Pool<'_, '_> {
             in_flight_bytes: 0,
             small: false,
             added: 0,
+            stopped_checks: 0,
+            ended_stopped: false,
         }));
         Ok(())
     }
@@ -571,6 +634,9 @@ impl Pool<'_, '_> {
             return ControlFlow::Continue(()); // finished its share normally
         }
         let why = match &status {
+            _ if w.ended_stopped => {
+                format!("was stopped for {STOPPED_CHECKS} s while it held files, so it was ended")
+            }
             Ok(s) => describe(*s),
             Err(e) => format!("could not be waited for ({e})"),
         };
@@ -776,6 +842,14 @@ mod tests {
         assert_eq!(policy_share(0, 2, 64), 1);
         // A pool whose workers all died shares among one.
         assert_eq!(policy_share(4, 0, 64), 4);
+    }
+
+    #[test]
+    fn the_state_is_read_after_the_command_name_whatever_it_holds() {
+        assert_eq!(state_of(b"42 (hash-procs) T 1 42"), Some(b'T'));
+        assert_eq!(state_of(b"42 (a) S (b) ) R 1"), Some(b'R'));
+        assert_eq!(state_of(b"42 (x"), None);
+        assert!(!is_stopped(std::process::id()), "this test is running");
     }
 
     #[test]
