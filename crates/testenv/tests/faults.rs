@@ -9,7 +9,11 @@
 //! - a reader that leaves early (`| head`) ends the run quietly, in hash and
 //!   check mode alike, with the status of what was done until then;
 //! - an input without line ends (`-c /dev/zero`) is refused by name, not read
-//!   until memory runs out;
+//!   until memory runs out; a manifest is checked as it is read, so a verdict comes
+//!   before the manifest ends;
+//! - a file truncated while it is read is reported on every data path, never a
+//!   digest of what was left; a path of 64 KiB is read back by `-c` and
+//!   `--files-from`;
 //! - paths longer than `PATH_MAX` are hashed by every binary;
 //! - a low `ulimit -n` or `ulimit -v` loses no file and crashes nothing;
 //! - a signal while `hash-procs` starts its workers aborts no worker;
@@ -217,6 +221,48 @@ fn an_input_without_line_ends_is_refused_by_name() {
             "{}",
             show(&out.stdout)
         );
+    });
+}
+
+#[test]
+fn check_mode_answers_before_its_manifest_ends() {
+    use std::io::{BufRead, Write};
+    let t = Tree::new();
+    let f = t.file(b"f", b"data\n");
+    let line = sha256sum(&[&f]);
+    each_binary(|env| {
+        let mut child = env
+            .command()
+            .arg("-c")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The first batch's worth of lines, and the manifest left open: a check that
+        // read the whole manifest first would print nothing until it ends.
+        let mut stdin = child.stdin.take().unwrap();
+        for _ in 0..16 {
+            stdin.write_all(&line).unwrap();
+        }
+        stdin.flush().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout).lines() {
+                if tx.send(l.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(hang_limit())
+            .expect("a verdict while the manifest is still open");
+        assert!(first.ends_with("/f: OK"), "{first}");
+        drop(stdin);
+        let out = wait_output(child, "check mode on a manifest that was left open");
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out.stderr));
+        assert_eq!(rx.iter().count(), 15, "every line checked once");
     });
 }
 
