@@ -302,13 +302,6 @@ pub fn check_manifest(
     out: &mut impl Write,
 ) -> (Tally, Option<io::Error>, Option<LineError>) {
     let mut tally = Tally::default();
-    let warn_malformed = |line_numbers: &[usize]| {
-        if run.opts.warn {
-            for line_no in line_numbers {
-                crate::show!("{name}: {line_no}: improperly formatted SHA256 checksum line");
-            }
-        }
-    };
     let mut progress: Option<Progress> = None;
     let mut limit = FIRST_BATCH;
     let (write_failure, ended) = loop {
@@ -320,7 +313,7 @@ pub fn check_manifest(
             }
         }
         if let Some(ended) = ended {
-            warn_malformed(&listing.malformed_after);
+            warn_malformed(run, name, &listing.malformed_after);
             break (None, ended.err());
         }
     };
@@ -342,13 +335,6 @@ fn check_batch(
     progress: &mut Option<Progress>,
     out: &mut impl Write,
 ) -> Option<io::Error> {
-    let warn_malformed = |line_numbers: &[usize]| {
-        if run.opts.warn {
-            for line_no in line_numbers {
-                crate::show!("{name}: {line_no}: improperly formatted SHA256 checksum line");
-            }
-        }
-    };
     let sizes = run.engine.strategy().is_parallel() || run.progress;
     let files = jobs(&listing.entries, sizes);
     let reading = run.engine.reading();
@@ -373,7 +359,7 @@ fn check_batch(
         let entry = &listing.entries[i];
         if !listing.malformed_before[i].is_empty() {
             let _ = out.flush();
-            warn_malformed(&listing.malformed_before[i]);
+            warn_malformed(run, name, &listing.malformed_before[i]);
         }
         let text = match judge(&run.opts, entry, outcome, tally) {
             Verdict::Silent => return ControlFlow::Continue(()),
@@ -411,6 +397,16 @@ fn check_batch(
         write_failure.get_or_insert(e);
     }
     write_failure
+}
+
+/// With `--warn`, GNU's warning for each of the malformed lines `line_numbers` of
+/// the manifest `name`.
+fn warn_malformed(run: &CheckRun<'_>, name: &str, line_numbers: &[usize]) {
+    if run.opts.warn {
+        for line_no in line_numbers {
+            crate::show!("{name}: {line_no}: improperly formatted SHA256 checksum line");
+        }
+    }
 }
 
 /// `NAME: VERDICT`, with GNU's check-mode escaping of the name.
