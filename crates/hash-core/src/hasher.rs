@@ -1508,22 +1508,33 @@ mod tests {
             .enumerate()
         {
             let data = noise(size, 20 + k as u64);
-            let Some(opened) = evicted(&dir.path().join(format!("cold{k}")), &data) else {
-                return;
-            };
-            let hook = Probing::default();
-            let got = read_on(
-                Running::default(),
-                &opened,
-                &mut new_buffer(),
-                &Reading::default(),
-                Some(&hook),
-            )
-            .unwrap();
             let want: [u8; 32] = Sha256::digest(&data).into();
-            assert_eq!(got.digest, want, "{size} bytes");
-            assert_eq!(got.size, size as u64);
-            assert_eq!(hook.asked.load(Ordering::Relaxed), 1, "{size} bytes");
+            // The page can come back between the eviction and the read (on a busy
+            // 2-vCPU guest it did, once in a CI run): then no probe is due. Evicted
+            // afresh up to three times, a read of it must probe exactly once in one.
+            let mut probes = Vec::new();
+            for _ in 0..3 {
+                let Some(opened) = evicted(&dir.path().join(format!("cold{k}")), &data) else {
+                    return;
+                };
+                let hook = Probing::default();
+                let got = read_on(
+                    Running::default(),
+                    &opened,
+                    &mut new_buffer(),
+                    &Reading::default(),
+                    Some(&hook),
+                )
+                .unwrap();
+                assert_eq!(got.digest, want, "{size} bytes");
+                assert_eq!(got.size, size as u64);
+                probes.push(hook.asked.load(Ordering::Relaxed));
+                if probes.last() == Some(&1) {
+                    break;
+                }
+            }
+            assert!(probes.iter().all(|&n| n <= 1), "{size} bytes: {probes:?}");
+            assert_eq!(probes.last(), Some(&1), "{size} bytes: {probes:?}");
         }
     }
 
