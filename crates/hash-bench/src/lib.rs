@@ -53,6 +53,7 @@ pub mod maxrss;
 pub mod mount;
 pub mod net;
 pub mod plan;
+pub mod predict;
 pub mod progress;
 pub mod python;
 pub mod race;

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::plan::{Cache, Kind};
+use crate::predict;
 use crate::results::{BenchmarkResult, Results};
 
 /// A ratio of two programs' times, with its spread.
@@ -148,6 +149,9 @@ pub struct Answer {
     pub vs_peer: Option<(String, Ratio)>,
     /// What bounds it: the limit's name and the winner's share of it, in per cent.
     pub bound: Option<(String, f64)>,
+    /// Whether the verdict's written prediction held (`None`: none was written for
+    /// this workload, or for where the sweep read its data).
+    pub prediction: Option<String>,
 }
 
 /// The limit a workload is measured against: for warm data SHA-256 on every core
@@ -188,15 +192,21 @@ pub fn answer(r: &Results, w: &Workload) -> Option<Answer> {
             100.0 * limit.median_s / winner.median_s,
         )
     });
+    let vs_serial = serial
+        .filter(|s| s.id != winner.id)
+        .map(|s| ratio(s, winner));
+    let local = place(r).is_empty();
+    let prediction = predict::find(&w.dataset, w.cache)
+        .filter(|_| local)
+        .map(|p| p.verdict(&winner.program, vs_serial.map_or(1.0, |x| x.mid)));
     Some(Answer {
         workload: w.clone(),
         winner: label(winner),
         winner_median_s: winner.median_s,
-        vs_serial: serial
-            .filter(|s| s.id != winner.id)
-            .map(|s| ratio(s, winner)),
+        vs_serial,
         vs_peer: peer.map(|p| (label(p), ratio(p, winner))),
         bound,
+        prediction,
     })
 }
 
@@ -253,6 +263,21 @@ pub fn flip(r: &Results) -> Option<Flip> {
     })
 }
 
+/// Whether the flip's prediction held: Python's processes over its threads with
+/// pure-Python work, and its threads over its processes with hashlib.
+pub fn flip_prediction(f: &Flip) -> Option<String> {
+    let speed = |work: &str, strategy: &str| {
+        let (_, line) = f.works.iter().find(|(w, _)| *w == work)?;
+        let prefix = format!("python-{strategy}");
+        line.iter()
+            .find(|(l, _)| l.starts_with(&prefix))
+            .map(|(_, x)| x.mid)
+    };
+    let pysum = speed("pure Python", "procs")? / speed("pure Python", "threads")?;
+    let hashlib = speed("hashlib", "threads")? / speed("hashlib", "procs")?;
+    Some(predict::flip_verdict(pysum, hashlib))
+}
+
 /// The machine, in one line a reader can compare with another report's.
 pub fn machine_line(r: &Results) -> String {
     let m = &r.machine;
@@ -283,6 +308,9 @@ pub fn winner_lines(r: &Results) -> Vec<String> {
             }
             if let Some((b, pct)) = &a.bound {
                 let _ = write!(line, ", {pct:.0} % of the {b}");
+            }
+            if let Some(p) = &a.prediction {
+                let _ = write!(line, "; prediction {p}");
             }
             line
         })
@@ -322,9 +350,10 @@ pub fn answer_table(r: &Results) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| workload | winner | × `hash-serial` | × fastest SHA-256 peer | share of the limit |"
+        "| workload | winner | × `hash-serial` | × fastest SHA-256 peer | share of the limit \
+         | prediction |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|");
     for w in &workloads(r) {
         let Some(a) = answer(r, w) else { continue };
         let serial = a.vs_serial.map_or("(is serial)".into(), |x| x.to_string());
@@ -335,9 +364,10 @@ pub fn answer_table(r: &Results) -> String {
         let bound = a.bound.as_ref().map_or("not measured".into(), |(b, pct)| {
             format!("{pct:.0} % of the {b}")
         });
+        let prediction = a.prediction.as_deref().unwrap_or("none written");
         let _ = writeln!(
             s,
-            "| {} (`{}`) | `{}` ({:.1} ms) | {serial} | {peer} | {bound} |",
+            "| {} (`{}`) | `{}` ({:.1} ms) | {serial} | {peer} | {bound} | {prediction} |",
             w.name,
             w.dataset,
             a.winner,
@@ -364,6 +394,10 @@ pub fn markdown(r: &Results) -> String {
         for (work, line) in &f.works {
             let parts: Vec<String> = line.iter().map(|(l, x)| format!("`{l}` {x}")).collect();
             let _ = writeln!(s, "- {work}: {}", parts.join(", "));
+        }
+        if let Some(v) = flip_prediction(&f) {
+            let _ = writeln!(s);
+            let _ = writeln!(s, "Prediction of the flip: {v}.");
         }
         let _ = writeln!(s);
         let _ = writeln!(
