@@ -37,6 +37,7 @@ use serde::Serialize;
 use crate::flip::{self, Flip};
 use crate::machine::{Machine, Storage};
 use crate::plan::{Cache, Kind};
+use crate::report;
 use crate::results::{BenchmarkResult, Results};
 use crate::util::{close, human_bytes};
 
@@ -634,6 +635,13 @@ fn labels(paths: &[PathBuf]) -> Vec<String> {
 /// Read the files and directories given and compare them; refused files are listed in
 /// the result (and not fatal).
 pub fn compare_paths(args: &[PathBuf]) -> Comparison {
+    let (files, refused) = load_paths(args);
+    build(&files, refused)
+}
+
+/// Read the files and directories given, with their column labels; the refused ones
+/// apart.
+pub fn load_paths(args: &[PathBuf]) -> (Vec<Loaded>, Vec<Refused>) {
     let (paths, mut refused) = expand(args);
     let mut ok_paths = Vec::new();
     let mut views = Vec::new();
@@ -652,7 +660,7 @@ pub fn compare_paths(args: &[PathBuf]) -> Comparison {
         .zip(views)
         .map(|((l, p), v)| (l, p.display().to_string(), v))
         .collect();
-    build(&files, refused)
+    (files, refused)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -841,6 +849,89 @@ fn machines(c: &Comparison) -> String {
     s
 }
 
+/// The page `hash-bench compare` writes: like a sweep's report, the answer first
+/// (each workload's winner on each machine, with the same ratios), each machine named
+/// with its CPU's family and model and a warning where they differ, then the tables
+/// of every program.
+pub fn page(c: &Comparison, files: &[Loaded]) -> String {
+    let mut s = String::new();
+    let names: Vec<String> = files
+        .iter()
+        .map(|(_, _, r)| report::machine_line(r))
+        .collect();
+    let _ = writeln!(
+        s,
+        "# The race on {} sweeps
+",
+        files.len()
+    );
+    for ((label, _, r), name) in files.iter().zip(&names) {
+        let _ = writeln!(
+            s,
+            "- `{}`: {name}; sweep `{}` of {}",
+            md_escape(label),
+            r.sweep,
+            r.date
+        );
+    }
+    s.push('\n');
+    for w in &c.warnings {
+        let _ = writeln!(s, "> **Warning:** {}\n", md_escape(w));
+    }
+    let _ = writeln!(s, "## The answer on each machine\n");
+    s.push_str(&answers_side_by_side(files));
+    let _ = writeln!(s, "\n## Every program\n");
+    s.push_str(&markdown(c));
+    s
+}
+
+/// One row per workload any sweep ran (in the order the sweeps list them), one column
+/// per sweep: the winner, × `hash-serial`, × the fastest SHA-256 peer.
+fn answers_side_by_side(files: &[Loaded]) -> String {
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (_, _, r) in files {
+        for w in report::workloads(r) {
+            let key = (w.name.clone(), w.dataset.clone());
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    let mut s = String::from("| workload |");
+    for (label, _, _) in files {
+        let _ = write!(s, " `{}` |", md_escape(label));
+    }
+    s.push_str("\n|---|");
+    for _ in files {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for (name, dataset) in &keys {
+        let _ = write!(s, "| {name} (`{dataset}`) |");
+        for (_, _, r) in files {
+            let cell = report::workloads(r)
+                .into_iter()
+                .find(|w| &w.name == name && &w.dataset == dataset)
+                .and_then(|w| report::answer(r, &w))
+                .map_or_else(|| "not raced".to_string(), |a| answer_cell(&a));
+            let _ = write!(s, " {cell} |");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn answer_cell(a: &report::Answer) -> String {
+    let mut cell = format!("`{}`", a.winner);
+    if let Some(x) = a.vs_serial {
+        let _ = write!(cell, ", {x} serial");
+    }
+    if let Some((p, x)) = &a.vs_peer {
+        let _ = write!(cell, ", {x} `{p}`");
+    }
+    cell
+}
+
 /// The comparison as Markdown, ready to paste.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = machines(c);
@@ -1016,17 +1107,25 @@ pub fn report_refused(c: &Comparison) -> Result<()> {
 
 /// `hash-bench compare FILE|DIR...`: print the comparison; refused files are reported on
 /// stderr, the rest still compared, and the result is an error if any was refused.
-pub fn run_compare(args: &[PathBuf], format: Format) -> Result<()> {
-    let c = compare_paths(args);
+pub fn run_compare(args: &[PathBuf], format: Format, output: Option<&Path>) -> Result<()> {
+    let (files, refused) = load_paths(args);
+    let c = build(&files, refused);
     for w in &c.warnings {
         eprintln!("hash-bench compare: warning: {w}");
     }
     if !c.columns.is_empty() {
         let text = match format {
-            Format::Markdown => markdown(&c),
+            Format::Markdown => page(&c, &files),
             Format::Json => json(&c),
         };
-        print!("{text}");
+        match output {
+            Some(path) => {
+                std::fs::write(path, &text)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                eprintln!("hash-bench compare: wrote {}", path.display());
+            }
+            None => print!("{text}"),
+        }
     }
     report_refused(&c)
 }

@@ -824,6 +824,9 @@ struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "markdown")]
     format: compare::Format,
+    /// Write the page to this file instead of standard output.
+    #[arg(short, long, conflicts_with = "update_doc")]
+    output: Option<PathBuf>,
     /// Regenerate the `<!-- compare:begin FILES -->` sections of this Markdown file.
     #[arg(long, conflicts_with_all = ["files", "format"])]
     update_doc: Option<PathBuf>,
@@ -835,7 +838,7 @@ struct CompareArgs {
 fn compare(a: CompareArgs) -> Result<()> {
     match a.update_doc {
         Some(doc) => compare::run_update_doc(&doc, a.check),
-        None => compare::run_compare(&a.files, a.format),
+        None => compare::run_compare(&a.files, a.format, a.output.as_deref()),
     }
 }
 

@@ -108,3 +108,42 @@ fn update_doc_check_fails_on_stale_tables_and_write_fixes_them() {
         .contains("| cores | 2 | 8 |"));
     assert_eq!(check().status.code(), Some(0));
 }
+
+#[test]
+fn compare_writes_a_page_that_answers_first_and_names_both_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.md");
+    let (a, b) = (fixtures().join("a.json"), fixtures().join("b.json"));
+    let out = hb(&[
+        "compare".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "-o".as_ref(),
+        page.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty(), "the page goes to the file only");
+    let text = std::fs::read_to_string(&page).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "# The race on 2 sweeps");
+    assert!(lines[2].starts_with("- `a`: Test CPU A, 2 CPUs"), "{text}");
+    assert!(lines[3].starts_with("- `b`: Test CPU B, 8 CPUs"), "{text}");
+    assert!(
+        text.contains("> **Warning:** the files come from different CPUs (Test CPU A; Test CPU B)"),
+        "{text}"
+    );
+    // The answer comes before the tables of every program.
+    let answer = text.find("## The answer on each machine").unwrap();
+    assert!(answer < text.find("#### Machines").unwrap());
+    // a.json's small warm rows: 1000 files in 0.25 s (threads -j2) and 0.5 s (serial),
+    // 1.0 s for rhash; cold, hash-threads' row is flagged invalid, so hash-procs
+    // (1.6 s) wins over serial (2.0 s); b.json raced no cold `small`.
+    assert!(
+        text.contains(
+            "| small files, warm (`small`) | `hash-threads -j 2`, 2.00× [2.00–2.00] serial, \
+             4.00× [4.00–4.00] `rhash` |"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("| small files, cold (`small`) | `hash-procs -j 2`, 1.25× [1.25–1.25] serial | not raced |"), "{text}");
+}
