@@ -124,7 +124,7 @@ impl Shape {
 }
 
 /// The figures of a link, as results record them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkFigures {
     /// The profile the link started from: `raw`, `lan` or `wan`.
     pub profile: String,

@@ -74,7 +74,7 @@ impl Location {
 }
 
 /// A location as a plan and its results record it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LocationInfo {
     /// `local`, `lan`, `wan` or `raw`.
     pub name: String,

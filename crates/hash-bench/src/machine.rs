@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// The machine a sweep ran on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Machine {
     /// Host name (`/proc/sys/kernel/hostname`).
     pub hostname: String,
@@ -59,7 +59,7 @@ pub struct Machine {
 
 /// A CPU's family, model and stepping (`/proc/cpuinfo`), its L2 cache, and
 /// whether it has AVX-512.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuId {
     /// `vendor_id`: `AuthenticAMD`, `GenuineIntel`, ...
     pub vendor: String,
@@ -139,7 +139,7 @@ pub fn same_cpu(a: &Machine, b: &Machine) -> bool {
 }
 
 /// A kernel daemon paging memory out on its own (see [`Machine::proactive_reclaim`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProactiveReclaim {
     /// What does it: `damon` (`/sys/kernel/mm/damon/admin`).
     pub by: String,
@@ -152,7 +152,7 @@ pub struct ProactiveReclaim {
 }
 
 /// The filesystem and block device holding the data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Storage {
     /// The data directory that was examined.
     pub path: String,

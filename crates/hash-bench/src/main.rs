@@ -92,6 +92,9 @@ enum Cmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Print the JSON Schema of a results file, derived from the types that write it
+    /// (`docs/results-schema.json` is this output).
+    Schema,
     /// Write a sweep folder's `report.md` and `charts/` from its `results.json`, and
     /// print the winner line of each workload.
     Report {
@@ -938,6 +941,11 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Race(a) => race(a),
         Cmd::Collect(a) => collect(a),
         Cmd::Validate { files } => validate(&files),
+        Cmd::Schema => {
+            let schema = hash_bench::results::json_schema();
+            println!("{}", serde_json::to_string_pretty(&schema)?);
+            Ok(())
+        }
         Cmd::Report { dirs, update_doc } => {
             if let Some(doc) = update_doc {
                 let text = std::fs::read_to_string(&doc)

@@ -114,7 +114,7 @@ impl Sweep {
 
 /// Minimum run counts of a sweep. Cheap benchmarks get more runs, up to three times the
 /// minimum, so that each takes about [`TARGET_TIMED_S`] of timed work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Runs {
     /// Timed runs of a hashrace program, warm.
     pub warm: u32,
@@ -156,7 +156,9 @@ pub const PYTHON_RUNS: (u32, u32) = (3, 2);
 pub const ESTIMATE_FACTOR: f64 = 1.2;
 
 /// Page-cache state of a benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Cache {
     /// Data fully in the page cache.
@@ -176,7 +178,7 @@ impl Cache {
 }
 
 /// What a program is, for the reader of the results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// One of the four hashrace binaries.
@@ -201,7 +203,7 @@ impl Kind {
 }
 
 /// A program taking part in the sweep.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProgramInfo {
     /// Name as reported (`hash-threads`, `sha256sum`, ...).
     pub name: String,

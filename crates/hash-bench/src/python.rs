@@ -48,7 +48,7 @@ const PROBE: &str = "import json, platform, sys, sysconfig\n\
     'free_threaded_build': bool(sysconfig.get_config_var('Py_GIL_DISABLED'))}))";
 
 /// One interpreter, as raced and recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interpreter {
     /// Prefix of its rows' names: `python` for the default `python3`, else the file name
     /// it was found or given as (`python3.14t`, `pypy3`).

@@ -21,6 +21,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::EvictMethod;
@@ -44,7 +45,7 @@ pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 const SELF_CONTAINED_SCHEMA_VERSION: u32 = 3;
 
 /// One sweep on one machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
     /// [`SCHEMA_VERSION`] of this file.
     pub schema_version: u32,
@@ -83,7 +84,7 @@ pub struct Results {
 }
 
 /// Versions of the tools that built and measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Toolchain {
     /// `rustc --version`.
     pub rustc: Option<String>,
@@ -96,7 +97,7 @@ pub struct Toolchain {
 }
 
 /// Settings of the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Settings {
     /// Job counts swept (passed as `-j N`; peers get the same N).
     pub jobs: Vec<u32>,
@@ -125,7 +126,7 @@ pub struct Settings {
 }
 
 /// What crossed the emulated link in each timed run of a benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LinkSummary {
     /// Bytes from server to client (the data, and replies), per timed run.
     pub per_run_to_client_bytes: Vec<u64>,
@@ -141,7 +142,7 @@ pub struct LinkSummary {
 }
 
 /// A dataset as measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DatasetResult {
     /// Dataset name.
     pub name: String,
@@ -170,7 +171,7 @@ pub struct DatasetResult {
 }
 
 /// Residency of the data before each timed run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResidencySummary {
     /// Resident percent before each timed run, in run order.
     pub per_run_percent: Vec<f64>,
@@ -183,7 +184,7 @@ pub struct ResidencySummary {
 }
 
 /// One program on one dataset in one cache state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BenchmarkResult {
     /// Unique id, `<dataset>.<cache>.<program>[-j<N>]`.
     pub id: String,
@@ -508,9 +509,35 @@ fn check_validity(b: &BenchmarkResult, settings: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Parse a results document strictly: every field must be one the schema knows.
+/// The JSON Schema of a results file, derived from [`Results`]; committed as
+/// `docs/results-schema.json` (a test keeps the two the same), so that a reader or
+/// another language's tool can check a file without this crate.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Results)).expect("a derived schema is JSON")
+}
+
+/// Where `input` breaks the JSON Schema: one line per problem, with its JSON pointer.
+pub fn schema_errors(input: &serde_json::Value) -> Vec<String> {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        jsonschema::validator_for(&json_schema()).expect("the derived schema compiles")
+    });
+    validator
+        .iter_errors(input)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// Parse a results document strictly: it must match the JSON Schema, and every field
+/// must be one the schema knows.
 pub fn parse_strict(text: &str) -> Result<Results> {
     let input: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    let problems = schema_errors(&input);
+    ensure!(
+        problems.is_empty(),
+        "does not match the JSON Schema: {}",
+        problems.join("; ")
+    );
     let r: Results = serde_json::from_value(input.clone()).context("does not match schema")?;
     let known = serde_json::to_value(&r).context("serializing")?;
     let mut unknown = Vec::new();
@@ -706,6 +733,46 @@ mod tests {
         let err = parse_strict(&v.to_string()).unwrap_err();
         assert!(
             format!("{err:#}").contains(".benchmarks[1].extra, .surprise"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn the_committed_json_schema_is_the_derived_one() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results-schema.json");
+        let committed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(
+            committed == json_schema(),
+            "docs/results-schema.json differs from the types; regenerate it with \
+             `cargo run -p hash-bench -- schema > docs/results-schema.json`"
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_refused_by_the_schema_with_its_pointer() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/results-v3.json")).unwrap();
+        assert!(schema_errors(&v).is_empty());
+        v["datasets"][0]["files"] = serde_json::json!("ten");
+        v["benchmarks"][1]["cache"] = serde_json::json!("lukewarm");
+        let problems = schema_errors(&v);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("/datasets/0/files: ")),
+            "{problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("/benchmarks/1/cache: ")),
+            "{problems:?}"
+        );
+        let err = parse_strict(&v.to_string()).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("does not match the JSON Schema"),
             "{err:#}"
         );
     }

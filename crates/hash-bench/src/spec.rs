@@ -34,7 +34,7 @@ pub const GENERATOR_VERSION: &str = "hashrace-dataset-v1";
 const SIZE_STREAM_BASE: u64 = 1 << 63;
 
 /// One dataset, as committed in `datasets/<name>.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     /// Dataset name: `[a-z0-9-]+`; the directory name under the data root.
@@ -58,7 +58,7 @@ pub struct Spec {
 }
 
 /// A group of similar files inside a dataset.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Group {
     /// Sub-directory (relative, `/`-separated) holding the group; empty for the top.
