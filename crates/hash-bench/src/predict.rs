@@ -137,7 +137,7 @@ impl Prediction {
     /// What was predicted, in a few words: `threads/procs, 1.30–1.60×`.
     pub fn describe(&self) -> String {
         let who = if self.winners.is_empty() {
-            "a tie".to_string()
+            "any strategy".to_string()
         } else {
             self.winners
                 .iter()
