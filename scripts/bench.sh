@@ -311,8 +311,11 @@ LOCKED=()
 
 step "build"
 if [[ -z $BIN_DIR ]]; then
-	say "cargo build --release ${LOCKED[*]}"
-	cargo build --release "${LOCKED[@]}"
+	# Two builds, so that only hash-async's hash-core has the async feature (tokio,
+	# io_uring): built together, cargo would give all four binaries one hash-core.
+	say "cargo build --release ${LOCKED[*]} -p hash-serial -p hash-threads -p hash-procs -p hash-bench; -p hash-async"
+	cargo build --release "${LOCKED[@]}" -p hash-serial -p hash-threads -p hash-procs -p hash-bench
+	cargo build --release "${LOCKED[@]}" -p hash-async
 	BIN_DIR=$TARGET/release
 else
 	say "hashers from $BIN_DIR; cargo build --release -p hash-bench ${LOCKED[*]}"

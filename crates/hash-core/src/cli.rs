@@ -393,6 +393,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "async")]
     fn the_engine_carries_every_engine_option_into_every_mode() {
         let parse = |args: &[&str]| {
             let m = command("hash-async", Strategy::Async)

@@ -31,6 +31,7 @@ pub mod procs;
 mod queue;
 mod serial;
 mod threads;
+#[cfg(feature = "async")]
 pub mod uring;
 
 /// One regular file to hash.
@@ -353,7 +354,7 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-pub(crate) use crate::limits::{spawn_scoped, thread_builder, THREAD_STACK};
+pub(crate) use crate::limits::spawn_scoped;
 
 /// Say that only `started` of the `wanted` threads of `what` could start
 /// (the system refused the next with `e`): the run goes on with those.
@@ -424,11 +425,17 @@ mod tests {
             .collect()
     }
 
-    const IN_PROCESS: [Strategy; 3] = [Strategy::Serial, Strategy::Threads, Strategy::Async];
-
-    /// Every in-process way of running: `hash-async` in both I/O modes.
+    /// Every in-process way of running: `hash-async` in both I/O modes where this
+    /// build has it.
     fn ways() -> Vec<(Strategy, IoMode)> {
-        let mut ways: Vec<_> = IN_PROCESS.iter().map(|&s| (s, IoMode::Pool)).collect();
+        #[allow(unused_mut)]
+        let mut ways = vec![
+            (Strategy::Serial, IoMode::Pool),
+            (Strategy::Threads, IoMode::Pool),
+        ];
+        #[cfg(feature = "async")]
+        ways.push((Strategy::Async, IoMode::Pool));
+        #[cfg(feature = "async")]
         if uring::available().is_ok() {
             ways.push((Strategy::Async, IoMode::Uring));
         } else {
@@ -539,6 +546,11 @@ mod tests {
             let cmd = (s.def().args)(clap::Command::new("x"));
             let args: &[&str] = if jobs { &["x", "-j", "5"] } else { &["x"] };
             let m = cmd.try_get_matches_from(args).unwrap();
+            if cfg!(not(feature = "async")) && s == Strategy::Async {
+                let err = (s.def().runner)(&m).unwrap_err();
+                assert!(err.to_string().contains("feature `async`"), "{err}");
+                continue;
+            }
             let runner = (s.def().runner)(&m).unwrap();
             assert_eq!(runner.strategy(), s);
             let workers = if jobs { 5 } else { 1 };
