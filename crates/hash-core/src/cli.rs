@@ -22,130 +22,183 @@ use crate::strategy::{Engine, Strategy};
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("strict_with").args(["check", "cache"]).multiple(true)))]
 pub struct CommonArgs {
-    /// Files or directories to hash (directories recursively), '-' for standard input
-    /// [default: -]; with --check, manifests.
+    /// Files or directories to hash ('-' or none: stdin); with -c, manifests.
     // (An empty name is kept, to be reported missing as GNU does; clap's
     // PathBuf parser would refuse it.)
-    #[arg(value_name = "PATH", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
+    #[arg(help_heading = "Input", value_name = "PATH", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub paths: Vec<PathBuf>,
 
-    /// Follow symbolic links below the given paths (loops are reported, not followed).
-    #[arg(short = 'L', long)]
+    /// Follow symbolic links below the given paths (loops are reported).
+    #[arg(help_heading = "Input", short = 'L', long)]
     pub follow: bool,
 
-    /// Print a summary on stderr at the end: files, bytes, errors, skipped, time, speed.
-    #[arg(long)]
-    pub stats: bool,
-
     /// Read the paths to hash from FILE ('-' for stdin), one per line.
-    #[arg(long, value_name = "FILE", conflicts_with = "check")]
+    #[arg(
+        help_heading = "Input",
+        long,
+        value_name = "FILE",
+        conflicts_with = "check"
+    )]
     pub files_from: Option<PathBuf>,
 
     /// With --files-from: paths are separated by NUL, not newline.
-    #[arg(short = '0', long = "null", requires = "files_from")]
+    #[arg(
+        help_heading = "Input",
+        short = '0',
+        long = "null",
+        requires = "files_from"
+    )]
     pub null: bool,
 
     /// BSD-style output: SHA256 (NAME) = HEX.
-    #[arg(long, conflicts_with_all = ["check", "json"])]
+    #[arg(help_heading = "Output", long, conflicts_with_all = ["check", "json"])]
     pub tag: bool,
 
     /// Mark lines as binary ('HEX *NAME'), as GNU sha256sum -b does; the digest is the same.
-    #[arg(short = 'b', long, overrides_with = "text", conflicts_with = "check")]
+    #[arg(
+        help_heading = "Output",
+        hide_short_help = true,
+        short = 'b',
+        long,
+        overrides_with = "text",
+        conflicts_with = "check"
+    )]
     pub binary: bool,
 
     /// Plain lines ('HEX  NAME', the default), as GNU sha256sum -t; refused after --tag.
-    #[arg(short = 't', long, overrides_with = "binary", conflicts_with = "check")]
+    #[arg(
+        help_heading = "Output",
+        hide_short_help = true,
+        short = 't',
+        long,
+        overrides_with = "binary",
+        conflicts_with = "check"
+    )]
     pub text: bool,
 
     /// End each output line with NUL, not newline, and do not escape names.
-    #[arg(short = 'z', long, conflicts_with_all = ["check", "json"])]
+    #[arg(help_heading = "Output", short = 'z', long, conflicts_with_all = ["check", "json"])]
     pub zero: bool,
 
-    /// Print one JSON document (files, errors, skipped entries, summary) instead of lines.
-    #[arg(long, conflicts_with = "check")]
+    /// Print one JSON document (files, errors, skipped, summary) instead of lines.
+    #[arg(help_heading = "Output", long, conflicts_with = "check")]
     pub json: bool,
 
-    /// Also print one digest of the whole tree (as a '# tree-sha256 HEX' comment line).
-    #[arg(long, conflicts_with = "check")]
+    /// Also print one digest of the whole tree ('# tree-sha256 HEX').
+    #[arg(help_heading = "Output", long, conflicts_with = "check")]
     pub tree: bool,
 
+    /// Print a summary on stderr at the end: files, bytes, errors, time, speed.
+    #[arg(help_heading = "Output", long)]
+    pub stats: bool,
+
+    /// Show a progress line on stderr even when it is not a terminal.
+    ///
     /// Show a progress line on stderr even when it is not a terminal. It gives the
     /// percent of bytes and the percent of files done, apart; the time left comes from
     /// the run's cost per file and per byte, fitted as it goes.
-    #[arg(long, overrides_with = "no_progress")]
+    #[arg(help_heading = "Output", long, overrides_with = "no_progress")]
     pub progress: bool,
 
     /// Never show a progress line.
-    #[arg(long, overrides_with = "progress")]
+    #[arg(
+        help_heading = "Output",
+        hide_short_help = true,
+        long,
+        overrides_with = "progress"
+    )]
     pub no_progress: bool,
 
-    /// Read every file with read(); never memory-map large files. The same as
-    /// --data-path read.
-    #[arg(long, conflicts_with = "data_path")]
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: CheckArgs,
+
+    /// Read every file with read(); never memory-map large files (--data-path read).
+    #[arg(
+        help_heading = "Performance",
+        hide_short_help = true,
+        long,
+        conflicts_with = "data_path"
+    )]
     pub no_mmap: bool,
 
+    /// How large files already in memory reach SHA-256.
+    ///
     /// How large files already in memory reach SHA-256: hashed in place through
     /// memory-mapped windows whose page tables are filled at once (map) or by page faults
     /// (map-fault), or copied with read() into a buffer that stays in the CPU's cache
     /// (read). The fastest depends on the machine and on how the files entered the page
     /// cache; auto times all three on the run's first large files and keeps the fastest
     /// (--stats names it).
-    #[arg(long, value_enum, value_name = "WAY", default_value_t = DataPath::Auto)]
+    #[arg(help_heading = "Performance", hide_short_help = true, long, value_enum, value_name = "WAY", default_value_t = DataPath::Auto)]
     pub data_path: DataPath,
 
+    /// The order files are read in; the output order never changes.
+    ///
     /// The order files are read in (the output order never changes): as planned, or
     /// sorted by where their data lies on the disk (an extra open and FIEMAP ioctl per
     /// file, which pays only on a disk that seeks). auto sorts only in hash-threads and
     /// hash-async's io_uring, on a disk that says it spins and whose first reads wait as
     /// long as a seek, once one or two reads in flight do best; elsewhere it keeps the plan.
-    #[arg(long, value_enum, value_name = "ORDER", default_value_t = ReadOrder::Auto)]
+    #[arg(help_heading = "Performance", hide_short_help = true, long, value_enum, value_name = "ORDER", default_value_t = ReadOrder::Auto)]
     pub read_order: ReadOrder,
 
-    /// Keep each file's digest in the SQLite database PATH (made if missing) and read only
-    /// the files whose size, times, inode or device changed since. Not with --check, which
-    /// always reads the data. See the README.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["check", "list", "merge"],
+    /// Keep digests in the SQLite database PATH; rehash only files that changed.
+    ///
+    /// Keep each file's digest in the SQLite database PATH (made if missing; it must be a
+    /// regular file) and read only the files whose size, times, inode or device changed
+    /// since the digest was stored. Not with --check, which always reads the data.
+    #[arg(help_heading = "Cache", long, value_name = "PATH", conflicts_with_all = ["check", "list", "merge"],
           value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub cache: Option<PathBuf>,
 
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub check: CheckArgs,
-
-    /// Write shell completions or the man page to stdout and exit (see the README).
-    #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
-    pub generate: Option<crate::generate::Generate>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
     pub scale: crate::shard::ScaleArgs,
+
+    /// Print shell completions or the man page (KIND: see --help) and exit.
+    #[arg(
+        long,
+        value_name = "KIND",
+        exclusive = true,
+        hide_possible_values = true
+    )]
+    pub generate: Option<crate::generate::Generate>,
 }
 
 /// `sha256sum -c` and its switches, with GNU's meanings.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// Read SHA-256 sums from the PATHs (GNU or BSD format) and check them.
-    #[arg(short = 'c', long)]
+    #[arg(help_heading = "Check", short = 'c', long)]
     pub check: bool,
 
     /// With --check: don't print OK for each successfully verified file.
-    #[arg(long, requires = "check", overrides_with_all = ["status", "warn"])]
+    #[arg(help_heading = "Check", long, requires = "check", overrides_with_all = ["status", "warn"])]
     pub quiet: bool,
 
     /// With --check: print nothing; the exit status shows success.
-    #[arg(long, requires = "check", overrides_with_all = ["quiet", "warn"])]
+    #[arg(help_heading = "Check", long, requires = "check", overrides_with_all = ["quiet", "warn"])]
     pub status: bool,
 
     /// With --check: warn about each improperly formatted line.
-    #[arg(short = 'w', long, requires = "check", overrides_with_all = ["quiet", "status"])]
+    #[arg(help_heading = "Check", short = 'w', long, requires = "check", overrides_with_all = ["quiet", "status"])]
     pub warn: bool,
 
+    /// With --check: fail on improperly formatted lines (--cache: on changed files).
+    ///
     /// With --check: exit non-zero for improperly formatted lines. With --cache: exit
     /// non-zero if a file changed while it was being read.
-    #[arg(long, requires = "strict_with")]
+    #[arg(help_heading = "Check", long, requires = "strict_with")]
     pub strict: bool,
 
     /// With --check: don't fail or report status for missing files.
-    #[arg(long, requires = "check")]
+    #[arg(
+        help_heading = "Check",
+        hide_short_help = true,
+        long,
+        requires = "check"
+    )]
     pub ignore_missing: bool,
 }
 
@@ -202,7 +255,7 @@ fn examples(tool: &str, strategy: Strategy) -> String {
          find -H PATH -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum\n\n\
          Examples:\n  \
          {tool}{jobs} ~/models/llama > SHA256SUMS\n  \
-         {tool} --stats datasets/data/shards | sha256sum -c\n  \
+         {tool} --stats ~/photos | sha256sum -c\n  \
          {tool}{jobs} --check SHA256SUMS\n  \
          {tool} --tree --json ~/backup > backup.json\n\n\
          Exit status: 0 if every file was hashed, 1 if some file or directory could \
@@ -220,7 +273,8 @@ pub fn command(tool: &'static str, strategy: Strategy) -> clap::Command {
         .name(tool)
         .bin_name(tool)
         .about(about)
-        .after_help(examples(tool, strategy))
+        .after_help("Tuning options, examples and exit status: --help. Man page: --generate man.")
+        .after_long_help(examples(tool, strategy))
 }
 
 /// GNU refuses `--tag` followed by `-t` (`-t --tag` is fine: `--tag` then

@@ -65,18 +65,22 @@ pub const FILE: &str = "# f ";
 /// [`crate::cli::CommonArgs`] so every binary has them.
 #[derive(Debug, Args)]
 pub struct ScaleArgs {
+    /// Print the file list instead of hashing (for --files-from).
+    ///
     /// Walk the PATHs once and print the file list (sizes, exact path bytes; NUL-terminated
     /// with -z) instead of hashing; hash it later with --files-from LIST [-0].
-    #[arg(long, conflicts_with_all = ["check", "json", "tag", "tree", "shard", "merge"])]
+    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "tag", "tree", "shard", "merge"])]
     pub list: bool,
 
+    /// Hash only shard K of N (from 0), balanced by bytes.
+    ///
     /// Hash only shard K of N (K from 0), balanced by bytes; 'auto' takes K and N from a Slurm
     /// array, 'auto/N' takes K from Kubernetes, a Slurm array or GNU parallel.
-    #[arg(long, value_name = "K/N|auto|auto/N", conflicts_with_all = ["check", "json", "merge"])]
+    #[arg(help_heading = "Scale-out", long, value_name = "K/N", conflicts_with_all = ["check", "json", "merge"])]
     pub shard: Option<ShardArg>,
 
-    /// The PATHs are shard outputs: combine them into exactly the single-machine output.
-    #[arg(long, conflicts_with_all = ["check", "json", "files_from"])]
+    /// Combine shard outputs (the PATHs) into the single-run output.
+    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "files_from"])]
     pub merge: bool,
 }
 

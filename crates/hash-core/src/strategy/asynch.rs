@@ -63,9 +63,11 @@ pub enum IoMode {
 /// `hash-async`'s choice of I/O.
 #[derive(Debug, clap::Args)]
 pub struct IoArgs {
+    /// File I/O: io_uring, tokio's blocking pool, or auto.
+    ///
     /// File I/O: io_uring (many opens and reads in flight from few threads),
     /// tokio's blocking pool, or auto (io_uring where the kernel allows it).
-    #[arg(long, value_enum, default_value_t = IoMode::Auto, value_name = "MODE")]
+    #[arg(help_heading = "Performance", hide_short_help = true, long, value_enum, default_value_t = IoMode::Auto, value_name = "MODE")]
     pub io: IoMode,
 }
 

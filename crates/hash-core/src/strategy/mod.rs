@@ -311,14 +311,16 @@ impl Strategy {
 #[derive(Debug, clap::Args)]
 pub struct JobsArgs {
     /// Number of workers [default: CPUs available].
-    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(help_heading = "Performance", short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: Option<u32>,
+    /// Files read at once, 1 to 1024 [default: measured].
+    ///
     /// Files read at once, 1 to 1024, instead of what the storage measures (on a network
     /// file system the depth adapts to the measured throughput; on a local disk reads are
     /// added while files wait for it). hash-procs shares N among at most -j workers, each
     /// reading its share at once; io_uring shares N over its rings, at most N rings
     /// [default: measured]
-    #[arg(long = "max-in-flight", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(help_heading = "Performance", hide_short_help = true, long = "max-in-flight", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_in_flight: Option<u32>,
 }
 
@@ -329,8 +331,11 @@ impl JobsArgs {
     /// Add `-j` to `cmd`, saying in its help what one worker is.
     pub fn augment(cmd: clap::Command, worker: &str) -> clap::Command {
         use clap::Args;
-        let help = format!("Number of {worker} [default: CPUs available]");
-        JobsArgs::augment_args(cmd).mut_arg(Self::ID, |a| a.help(help))
+        let short = worker.split(" (").next().unwrap_or(worker);
+        let help = format!("Number of {short} [default: CPUs available]");
+        let long = format!("Number of {worker} [default: CPUs available]");
+        JobsArgs::augment_args(cmd)
+            .mut_arg(Self::ID, |a| a.help(help).long_help(long).display_order(0))
     }
 
     /// The workers asked for in `m`, or one per CPU.
