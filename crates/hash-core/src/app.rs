@@ -153,7 +153,12 @@ fn run_plan(
 
 /// Walk `paths` and add the jobs of a `--list` list, in the order a walk gives.
 fn plan(config: &Config, paths: &[PathBuf], listed: Option<Vec<Job>>, sizes: bool) -> walk::Plan {
-    let mut plan = walk::plan(paths, config.follow, sizes);
+    let how = walk::Walk {
+        follow: config.follow,
+        sizes,
+        filter: &config.filter,
+    };
+    let mut plan = walk::plan(paths, &how);
     if let Some(jobs) = listed {
         plan.files.extend(jobs);
         plan.files
@@ -195,8 +200,9 @@ fn hash(
     for e in &plan.errors {
         writer.error(e);
     }
-    // A shard hashes only its part of what it walked: it prunes nothing.
-    let prune = shard.is_none();
+    // A shard hashes only its part of what it walked, and a filtered walk
+    // leaves out files the cache may still serve: neither prunes.
+    let prune = shard.is_none() && !config.filter.is_active();
     let mut deliver = |i: usize, outcome: Outcome| {
         if let (Some(s), Ok(d)) = (&mut shard, &outcome) {
             s.hashed(i, d);

@@ -41,6 +41,34 @@ pub struct CommonArgs {
     )]
     pub files_from: Option<PathBuf>,
 
+    /// Leave out paths that match PATTERN ('*.tmp'; 'cache/': dirs only).
+    ///
+    /// Leave out entries whose path below their root matches PATTERN, a glob with
+    /// .gitignore's rules: with no '/' it matches a name at any depth ('*.tmp'); with one
+    /// inside it is anchored at the root ('build/out', '/core'); a trailing '/' matches
+    /// directories only ('cache/'); '*' never matches '/', '**' matches any depth. An
+    /// excluded directory is never read. Repeatable; a named PATH is never excluded.
+    #[arg(
+        help_heading = "Input",
+        long,
+        value_name = "PATTERN",
+        conflicts_with = "check"
+    )]
+    pub exclude: Vec<String>,
+
+    /// Read --exclude patterns from FILE, one a line ('#' starts a comment).
+    #[arg(
+        help_heading = "Input",
+        long,
+        value_name = "FILE",
+        conflicts_with = "check"
+    )]
+    pub exclude_from: Vec<PathBuf>,
+
+    /// Do not descend into directories on other file systems (find -xdev).
+    #[arg(help_heading = "Input", short = 'x', long, conflicts_with = "check")]
+    pub one_file_system: bool,
+
     /// With --files-from: paths are separated by NUL, not newline.
     #[arg(
         help_heading = "Input",
@@ -230,6 +258,8 @@ pub struct Config {
     pub files_from: Option<(PathBuf, bool)>,
     /// `-L`: follow symbolic links below the roots.
     pub follow: bool,
+    /// `--exclude`, `--exclude-from`, `-x`: what the walk leaves out.
+    pub filter: crate::filter::Filter,
     /// `--stats`: print a summary on stderr.
     pub stats: bool,
     /// `--progress` (Some(true)), `--no-progress` (Some(false)), or decide by terminal.
@@ -316,6 +346,35 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
     config(strategy, &matches).unwrap_or_else(|e| e.exit())
 }
 
+/// Why arguments that parsed still give no run.
+#[derive(Debug)]
+enum Refused {
+    /// clap's own: a value the strategy refuses.
+    Clap(clap::Error),
+    /// An input the options name is unusable (`program: WHAT: WHY`, as any
+    /// other path is reported).
+    Input(String),
+}
+
+impl From<clap::Error> for Refused {
+    fn from(e: clap::Error) -> Self {
+        Refused::Clap(e)
+    }
+}
+
+impl Refused {
+    /// Say why and exit with the usage status, 2.
+    fn exit(self) -> ! {
+        match self {
+            Refused::Clap(e) => e.exit(),
+            Refused::Input(msg) => {
+                crate::diag::show(format_args!("{msg}"));
+                std::process::exit(crate::exit::Exit::Usage as i32)
+            }
+        }
+    }
+}
+
 /// Write `text` (help, a version, a generated file) to stdout and exit: 0,
 /// also when the reader has gone (`| head`), 1 with a `write error` message
 /// when stdout fails otherwise (`> /dev/full`), as GNU's tools do.
@@ -334,7 +393,7 @@ fn print_and_exit(text: &[u8]) -> ! {
 
 /// The resolved configuration of parsed arguments: the strategy builds its
 /// engine from them, once.
-fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Error> {
+fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, Refused> {
     let common = CommonArgs::from_arg_matches(m)?;
     let read = ReadPolicy {
         path: if common.no_mmap {
@@ -347,10 +406,42 @@ fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, clap::Erro
         order: common.read_order,
     };
     let engine = Engine::new((strategy.def().runner)(m)?, read);
-    Ok(resolve(common, engine))
+    let filter = filter(&common)?;
+    Ok(resolve(common, engine, filter))
 }
 
-fn resolve(common: CommonArgs, engine: Engine) -> Config {
+/// The filter of `--exclude`, `--exclude-from` and `-x`: a file that cannot
+/// be read or a pattern that is not a glob is a usage error.
+fn filter(common: &CommonArgs) -> Result<crate::filter::Filter, Refused> {
+    let mut patterns = common.exclude.clone();
+    let stdin = std::ffi::OsStr::new("-");
+    let reads_stdin = common.files_from.as_deref() == Some(stdin.as_ref())
+        || common.paths.is_empty() && common.files_from.is_none()
+        || common.paths.iter().any(|p| p.as_os_str() == stdin);
+    if reads_stdin && common.exclude_from.iter().any(|f| f.as_os_str() == stdin) {
+        let why = "standard input cannot give both the patterns and what to hash";
+        return Err(Refused::Input(format!("--exclude-from -: {why}")));
+    }
+    for file in &common.exclude_from {
+        let shown = file.display();
+        let text = if file.as_os_str() == "-" {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map(|_| text)
+        } else {
+            std::fs::read(file)
+        };
+        let text =
+            text.map_err(|e| Refused::Input(format!("{shown}: {}", crate::error::io_reason(&e))))?;
+        let more = crate::filter::patterns_in(&text).map_err(|line| {
+            Refused::Input(format!("{shown}: line {line}: a pattern must be UTF-8"))
+        })?;
+        patterns.extend(more);
+    }
+    crate::filter::Filter::new(&patterns, common.one_file_system)
+        .map_err(|e| Refused::Input(format!("--exclude: {e}")))
+}
+
+fn resolve(common: CommonArgs, engine: Engine, filter: crate::filter::Filter) -> Config {
     let c = &common.check;
     let mode = if c.check {
         Mode::Check(CheckOptions {
@@ -384,6 +475,7 @@ fn resolve(common: CommonArgs, engine: Engine) -> Config {
         paths,
         files_from: common.files_from.map(|f| (f, common.null)),
         follow: common.follow,
+        filter,
         stats: common.stats,
         progress,
         engine,
@@ -564,7 +656,7 @@ mod tests {
         assert!(threads_config(&["x", "--files-from", "l"]).paths.is_empty());
     }
 
-    fn tag_text(args: &[&str]) -> Result<Config, clap::Error> {
+    fn tag_text(args: &[&str]) -> Result<Config, Refused> {
         let mut cmd = command("hash-threads", Strategy::Threads);
         let m = cmd.try_get_matches_from_mut(args)?;
         refuse_tag_then_text(&mut cmd, &m)?;

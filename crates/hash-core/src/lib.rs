@@ -41,6 +41,7 @@ pub mod escape;
 pub mod eta;
 pub mod exit;
 pub mod filelist;
+pub mod filter;
 pub mod generate;
 pub mod hasher;
 pub mod inflight;

@@ -17,6 +17,9 @@
 //! - A root spelled exactly `-` is standard input, as in GNU `sha256sum`: it
 //!   is planned as the job [`STDIN`] at its sorted place, never `stat`ed or
 //!   walked (a file named `-` is reachable as `./-`).
+//! - What a [`Filter`] excludes is not there: an excluded directory is never
+//!   opened, and with `-x` a directory on another file system than its root
+//!   is not listed (`find -xdev`).
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -30,6 +33,7 @@ use walkdir::WalkDir;
 
 use crate::error::{Error, ErrorKind};
 use crate::escape::path_bytes;
+pub use crate::filter::Filter;
 pub use crate::strategy::{DirFd, Job};
 
 /// An entry that is neither a regular file nor a directory.
@@ -66,17 +70,26 @@ impl Plan {
     }
 }
 
+/// How to walk.
+#[derive(Debug, Clone, Copy)]
+pub struct Walk<'a> {
+    /// `-L`: follow symbolic links below the roots.
+    pub follow: bool,
+    /// `stat` every file for its size, which largest-first scheduling and
+    /// progress totals need. Without, sizes are 0 and the walk makes one
+    /// system call less per file (a full path lookup, ~10 % of
+    /// `hash-serial`'s time on 20 k warm 4 KiB files); a file's real size
+    /// still comes from reading it.
+    pub sizes: bool,
+    /// What to leave out.
+    pub filter: &'a Filter,
+}
+
 /// Walk `roots` and plan the files to hash (see the module doc for the rules).
-///
-/// With `sizes`, every file is `stat`ed for its size, which largest-first
-/// scheduling and progress totals need. Without, sizes are 0 and the walk
-/// makes one system call less per file (a full path lookup, ~10 % of
-/// `hash-serial`'s time on 20 k warm 4 KiB files); a file's real size still
-/// comes from reading it.
-pub fn plan(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
+pub fn plan(roots: &[PathBuf], how: &Walk<'_>) -> Plan {
     let mut plan = Plan::default();
     for root in roots {
-        walk_root(root, follow, sizes, &mut plan);
+        walk_root(root, how, &mut plan);
     }
     // Stable: a root given twice is listed twice, as `find` would.
     plan.files
@@ -85,6 +98,20 @@ pub fn plan(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
     plan.skipped
         .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
     plan
+}
+
+/// Every file under `roots`, nothing filtered (for tests).
+#[cfg(test)]
+pub(crate) fn everything(roots: &[PathBuf], follow: bool, sizes: bool) -> Plan {
+    let filter = Filter::default();
+    plan(
+        roots,
+        &Walk {
+            follow,
+            sizes,
+            filter: &filter,
+        },
+    )
 }
 
 /// The path of the job that stands for standard input. No walked path can
@@ -96,7 +123,12 @@ pub fn is_stdin(job: &Job) -> bool {
     job.path.as_os_str() == STDIN
 }
 
-fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
+fn walk_root(root: &Path, how: &Walk<'_>, plan: &mut Plan) {
+    let Walk {
+        follow,
+        sizes,
+        filter,
+    } = *how;
     if root.as_os_str() == STDIN {
         plan.files.push(Job::new(PathBuf::from(STDIN), 0, false));
         return;
@@ -126,12 +158,17 @@ fn walk_root(root: &Path, follow: bool, sizes: bool, plan: &mut Plan) {
     let root_len = path_bytes(root).len();
     let rel = root_len + usize::from(!path_bytes(root).ends_with(b"/"));
     if !follow {
-        return walk_physical(root, rel, sizes, plan);
+        return walk_physical(root, rel, how, plan);
     }
     let walker = WalkDir::new(root)
         .follow_links(follow)
         .follow_root_links(true)
-        .sort_by_file_name();
+        .same_file_system(filter.one_file_system)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            e.depth() == 0 || !filter.excludes(&path_bytes(e.path())[rel..], e.file_type().is_dir())
+        });
     for entry in walker {
         match entry {
             Ok(entry) => {
@@ -208,17 +245,24 @@ const FDS_SPARE: u64 = 512;
 /// sorted order comes out directly, directory by directory, with no sort of
 /// the whole list. Each file keeps its directory open so that hashing opens
 /// it with `openat` instead of looking up its full path again.
-fn walk_physical(root: &Path, rel: usize, sizes: bool, plan: &mut Plan) {
-    use rustix::fs::{open, Mode, OFlags};
+fn walk_physical(root: &Path, rel: usize, how: &Walk<'_>, plan: &mut Plan) {
+    use rustix::fs::{fstat, open, Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let fd = match open(root, flags, Mode::empty()) {
         Ok(fd) => Arc::new(fd),
         Err(e) => return plan.errors.push(Error::new(root, io::Error::from(e))),
     };
+    // `-x`: the device every directory listed must be on (one `fstat` per
+    // directory, and only then).
+    let device = |fd: &OwnedFd| fstat(fd).map(|st| st.st_dev);
+    let root_dev = match how.filter.one_file_system.then(|| device(&fd)).transpose() {
+        Ok(dev) => dev,
+        Err(e) => return plan.errors.push(Error::new(root, io::Error::from(e))),
+    };
     let budget = dir_fd_budget();
     let mut stack: Vec<Frame> = Vec::new();
     let push = |path: Vec<u8>, raw: Arc<OwnedFd>, plan: &mut Plan, stack: &mut Vec<Frame>| {
-        let entries = match list(&raw, &path, plan) {
+        let entries = match list(&raw, &path, (rel, how.filter), plan) {
             Ok(entries) => entries,
             Err(e) => return plan.errors.push(Error::new(os_path(&path), e)),
         };
@@ -252,14 +296,21 @@ fn walk_physical(root: &Path, rel: usize, sizes: bool, plan: &mut Plan) {
         let name = OsStr::from_bytes(name);
         if entry.is_dir {
             match rustix::fs::openat(&frame.raw, name, flags | OFlags::NOFOLLOW, Mode::empty()) {
-                Ok(sub) => push(path, Arc::new(sub), plan, &mut stack),
+                Ok(sub) => match root_dev.map(|dev| device(&sub).map(|d| d == dev)) {
+                    // A mount point under -x: `find -xdev` lists nothing below it.
+                    Some(Ok(false)) => {}
+                    Some(Err(e)) => plan
+                        .errors
+                        .push(Error::new(os_path(&path), io::Error::from(e))),
+                    Some(Ok(true)) | None => push(path, Arc::new(sub), plan, &mut stack),
+                },
                 Err(e) => plan
                     .errors
                     .push(Error::new(os_path(&path), io::Error::from(e))),
             }
             continue;
         }
-        let size = if sizes {
+        let size = if how.sizes {
             match rustix::fs::statat(&frame.raw, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => st.st_size as u64,
                 Err(e) => {
@@ -283,9 +334,15 @@ fn os_path(bytes: &[u8]) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(bytes))
 }
 
-/// The entries of one directory, sorted by [`Entry::key`]; entries that are
-/// neither files nor directories go to `plan.skipped` on the way.
-fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
+/// The entries of one directory, sorted by [`Entry::key`], less those the
+/// filter excludes (`rel`: where the path below the root starts); entries
+/// that are neither files nor directories go to `plan.skipped` on the way.
+fn list(
+    dir: &OwnedFd,
+    path: &[u8],
+    (rel, filter): (usize, &Filter),
+    plan: &mut Plan,
+) -> io::Result<Vec<Entry>> {
     use rustix::fs::{statat, AtFlags, Dir, FileType};
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
@@ -328,6 +385,9 @@ fn list(dir: &OwnedFd, path: &[u8], plan: &mut Plan) -> io::Result<Vec<Entry>> {
                     continue;
                 }
             }
+        }
+        if filter.has_patterns() && filter.excludes(&join(name)[rel..], ft == FileType::Directory) {
+            continue;
         }
         let mut key = name.to_vec();
         match ft {
@@ -431,17 +491,17 @@ mod tests {
         fs::write(r.join("a/b"), b"1").unwrap();
         fs::write(r.join("a-c"), b"22").unwrap();
         fs::write(r.join("B"), b"").unwrap();
-        let plan = plan(&[r.to_path_buf()], false, true);
+        let plan = everything(&[r.to_path_buf()], false, true);
         // '-' (0x2d) sorts before '/' (0x2f); 'B' before 'a'.
         assert_eq!(names(&plan, r), ["B", "a-c", "a/b"]);
         let rels: Vec<&[u8]> = plan.files.iter().map(|f| f.rel_path()).collect();
         assert_eq!(rels, [&b"B"[..], b"a-c", b"a/b"]);
         assert_eq!(plan.total_bytes(), 3);
-        let no_sizes = super::plan(&[r.to_path_buf()], false, false);
+        let no_sizes = everything(&[r.to_path_buf()], false, false);
         assert_eq!(no_sizes.total_bytes(), 0);
         let paths = |p: &Plan| p.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
         assert_eq!(paths(&no_sizes), paths(&plan));
-        let slash = super::plan(&[r.join("a/")], false, false);
+        let slash = everything(&[r.join("a/")], false, false);
         assert_eq!(slash.files[0].rel_path(), b"b");
         assert!(plan.errors.is_empty());
     }
@@ -457,7 +517,7 @@ mod tests {
         symlink("..", r.join("s/real/up")).unwrap();
         symlink("x", r.join("s/sock")).unwrap();
         symlink("x", r.join("d-link")).unwrap();
-        let p = plan(&[r.join("s"), r.to_path_buf()], false, false);
+        let p = everything(&[r.join("s"), r.to_path_buf()], false, false);
         let got: Vec<&Path> = p.skipped.iter().map(|s| s.path.as_path()).collect();
         let mut want = got.clone();
         want.sort_by(|a, b| path_bytes(a).cmp(path_bytes(b)));
@@ -472,11 +532,11 @@ mod tests {
         fs::write(r.join("f"), b"x").unwrap();
         symlink("f", r.join("link")).unwrap();
         symlink("missing", r.join("dangling")).unwrap();
-        let p = plan(&[r.to_path_buf()], false, true);
+        let p = everything(&[r.to_path_buf()], false, true);
         assert_eq!(names(&p, r), ["f"]);
         assert_eq!(p.skipped.len(), 2);
         assert!(p.skipped.iter().all(|s| s.kind == "symlink"));
-        let p = plan(&[r.to_path_buf()], true, true);
+        let p = everything(&[r.to_path_buf()], true, true);
         assert_eq!(names(&p, r), ["f", "link"]);
         assert_eq!(
             p.skipped.len(),
@@ -493,7 +553,7 @@ mod tests {
         fs::create_dir(r.join("d")).unwrap();
         fs::write(r.join("d/f"), b"x").unwrap();
         symlink("..", r.join("d/up")).unwrap();
-        let p = plan(&[r.to_path_buf()], true, true);
+        let p = everything(&[r.to_path_buf()], true, true);
         assert_eq!(names(&p, r), ["d/f"]);
         assert_eq!(p.errors.len(), 1);
         assert!(matches!(p.errors[0].kind, ErrorKind::Loop { .. }));
@@ -505,7 +565,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("b"), b"x").unwrap();
         // A file named "-" in the working directory must not be walked.
-        let p = plan(&[PathBuf::from("-"), dir.path().join("b")], false, true);
+        let p = everything(&[PathBuf::from("-"), dir.path().join("b")], false, true);
         assert!(p.errors.is_empty());
         assert_eq!(p.files.len(), 2);
         assert!(is_stdin(&p.files[0]), "'-' sorts before '/'");
@@ -518,7 +578,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
         fs::write(r.join("f"), b"x").unwrap();
-        let p = plan(&[r.join("nope"), r.join("f")], false, true);
+        let p = everything(&[r.join("nope"), r.join("f")], false, true);
         assert_eq!(p.files.len(), 1);
         assert!(p.files[0].follow, "a file root is opened following links");
         assert_eq!(p.files[0].rel_path(), b"f");

@@ -455,7 +455,7 @@ mod tests {
         for name in ["a", "gone", "fifo", "z"] {
             std::fs::write(dir.path().join(name), name).unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
+        let plan = crate::walk::everything(&[dir.path().to_path_buf()], false, true);
         std::fs::remove_file(dir.path().join("gone")).unwrap();
         let fifo = dir.path().join("fifo");
         std::fs::remove_file(&fifo).unwrap();
@@ -490,7 +490,7 @@ mod tests {
             let data: Vec<u8> = (0..size).map(|b| (b * 7 + k) as u8).collect();
             std::fs::write(dir.path().join(format!("g{k}")), data).unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, false);
+        let plan = crate::walk::everything(&[dir.path().to_path_buf()], false, false);
         let serial = collect(Strategy::Serial, &plan.files, 1);
         for (s, io) in ways() {
             for workers in [1, 2, 7] {
@@ -508,7 +508,7 @@ mod tests {
         for i in 0..50 {
             std::fs::write(dir.path().join(format!("f{i}")), b"x").unwrap();
         }
-        let plan = crate::walk::plan(&[dir.path().to_path_buf()], false, true);
+        let plan = crate::walk::everything(&[dir.path().to_path_buf()], false, true);
         for (s, io) in ways() {
             let mut calls = 0;
             let engine = engine(s, io, 2);
