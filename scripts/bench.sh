@@ -406,8 +406,7 @@ for loc in "${LOCATION_LIST[@]}"; do
 		FAILED+=("$loc")
 	fi
 done
-fmt_secs() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-say "done in $(fmt_secs $(($(date +%s) - T0)))"
+say "done in $("$HB" since "$T0")"
 if ((${#FAILED[@]} == ${#LOCATION_LIST[@]})); then
 	die "failed: ${FAILED[*]}"
 elif ((${#FAILED[@]})); then

@@ -211,7 +211,7 @@ impl MemoryCgroup {
             "cgroup {} {} = {} at {}",
             self.version,
             self.limit_file(),
-            crate::util::human_bytes(self.limit),
+            hash_core::units::bytes(self.limit),
             self.path.display()
         )
     }

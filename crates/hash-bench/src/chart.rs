@@ -116,7 +116,7 @@ pub fn throughput_svg(c: &Comparison, t: &Table) -> Result<String> {
             t.cache.name(),
             t.unit.name(),
             crate::compare::fmt_count(t.files),
-            crate::util::human_bytes(t.bytes)
+            hash_core::units::bytes(t.bytes)
         );
         top.draw(&Text::new(
             title,

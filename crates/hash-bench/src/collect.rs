@@ -472,7 +472,7 @@ fn conditions(r: &Results) -> String {
         let _ = writeln!(
             s,
             "memory limit: {} (a cgroup around every timed command; warm = what it kept)",
-            crate::util::human_bytes(m)
+            hash_core::units::bytes(m)
         );
     }
     s
@@ -554,7 +554,7 @@ pub fn table(r: &Results) -> String {
                 "\n{} ({} files, {}), {}:",
                 d.name,
                 d.files,
-                crate::util::human_bytes(d.bytes),
+                hash_core::units::bytes(d.bytes),
                 cache.name()
             );
             if let Some(rate) = link.and_then(|l| l.rate_bytes_per_sec) {

@@ -39,7 +39,8 @@ use crate::machine::{Machine, Storage};
 use crate::plan::{Cache, Kind};
 use crate::report;
 use crate::results::{BenchmarkResult, Results};
-use crate::util::{close, human_bytes};
+use crate::util::close;
+use hash_core::units;
 
 /// Results schema versions this module reads: the ones `results` validates.
 pub const READABLE_SCHEMAS: std::ops::RangeInclusive<u32> =
@@ -808,7 +809,7 @@ fn machines(c: &Comparison) -> String {
         ),
         (
             "memory",
-            &|c| human_bytes(c.machine.mem_total_kib * 1024),
+            &|c| units::bytes(c.machine.mem_total_kib * 1024),
             true,
         ),
         (
@@ -948,8 +949,8 @@ pub fn markdown(c: &Comparison) -> String {
             t.dataset,
             t.cache.name(),
             fmt_count(t.files),
-            human_bytes(t.bytes),
-            human_bytes(t.bytes / t.files.max(1)),
+            units::bytes(t.bytes),
+            units::bytes(t.bytes / t.files.max(1)),
             short_hash(&t.spec_hash),
             t.unit.name(),
         );

@@ -37,14 +37,13 @@ impl Reading {
     }
 }
 
-/// The time left in a progress line: `ETA m:ss`, `ETA 4.2s` or `ETA --:--`.
+/// The time left in a progress line, as [`hash_core::units::eta`] writes it
+/// (`ETA 4.2 s`, `ETA 1m05s`; `ETA --` is no estimate), seconds.
 pub fn shown_left(line: &str) -> Option<f64> {
-    let left = line.rsplit_once("ETA ")?.1.split_whitespace().next()?;
-    if let Some(secs) = left.strip_suffix('s') {
-        return secs.parse().ok();
-    }
-    let (m, s) = left.split_once(':')?;
-    Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    let tail = line.rsplit_once("ETA ")?.1;
+    // The harness's own line ends in a bar.
+    let left = tail.split(" [").next()?.trim_end();
+    hash_core::units::parse_duration(left).map(|d| d.as_secs_f64())
 }
 
 /// Run `exe --progress root`; every stderr line with the time it arrived.
@@ -118,14 +117,15 @@ mod tests {
 
     #[test]
     fn reads_every_form_of_the_time_left() {
-        let line = "3.0/3462.6 MiB (0%), 0/100003 files (0%), 727.3 MiB/s, ETA ";
-        assert_eq!(shown_left(&format!("{line}0:05")), Some(5.0));
-        assert_eq!(shown_left(&format!("{line}61:05")), Some(3665.0));
-        assert_eq!(shown_left(&format!("{line}4.2s")), Some(4.2));
-        assert_eq!(shown_left(&format!("{line}--:--")), None);
+        let line = "3.00 MiB / 3.38 GiB (0%), 0/100003 files (0%), 727.30 MiB/s, ETA ";
+        assert_eq!(shown_left(&format!("{line}5.0 s")), Some(5.0));
+        assert_eq!(shown_left(&format!("{line}61m05s")), Some(3665.0));
+        assert_eq!(shown_left(&format!("{line}1h02m")), Some(3720.0));
+        assert_eq!(shown_left(&format!("{line}4.2 s")), Some(4.2));
+        assert_eq!(shown_left(&format!("{line}--")), None);
         // The harness's own line ends in a bar.
         assert_eq!(
-            shown_left("  gen x: 1 / 2 (50 %), ETA 0:02 [====>   ]"),
+            shown_left("  gen x: 1.00 KiB / 2.00 KiB (50%), ETA 2.0 s [====>   ]"),
             Some(2.0)
         );
         assert_eq!(shown_left("no estimate here"), None);

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use crate::manifest::manifest;
 use crate::progress::Progress;
 use crate::spec::{content_rng, totals, PlannedFile, Spec, GENERATOR_VERSION};
-use crate::util::{human_bytes, parallel_for};
+use crate::util::parallel_for;
+use hash_core::units;
 
 /// Knobs of [`generate`].
 #[derive(Debug, Clone)]
@@ -373,7 +374,7 @@ fn write_checked(
                 "  {name}: repairing {} of {} files ({})",
                 missing.len(),
                 files.len(),
-                human_bytes(gen_bytes)
+                units::bytes(gen_bytes)
             );
         }
         write_files(spec.seed, &dir, missing, opts, name)?;

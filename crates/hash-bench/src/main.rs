@@ -13,11 +13,11 @@ use clap::{Args, Parser, Subcommand};
 use hash_bench::cache::{self, EvictMethod, ResidencySample};
 use hash_bench::gen::{generate, GenOptions};
 use hash_bench::plan::{self, Cache, PlanOptions};
-use hash_bench::util::{human_bytes, human_secs};
 use hash_bench::{
     chart, collect, compare, link, machine, manifest, maxrss, mount, net, plan::programs, race,
     refs, results, spec, verify,
 };
+use hash_core::units;
 
 /// Helpers for hashrace's benchmark harness (scripts/bench.sh): datasets, page cache,
 /// peak memory, machine facts, plans and results.
@@ -61,6 +61,12 @@ enum Cmd {
     /// Experiment: hash files one way of getting their bytes to SHA-256 (mapped, mapped
     /// and copied, read, read by a second thread); prints sha256sum lines.
     Datapath(DatapathArgs),
+    /// Print the time since a Unix time as every line writes durations (`3m05s`).
+    #[command(hide = true)]
+    Since {
+        /// Seconds since 1970 (`date +%s`).
+        start: u64,
+    },
     /// Hold N MiB of touched memory until stdin closes (for the peak-RSS tests).
     #[command(hide = true)]
     HoldMemory {
@@ -211,7 +217,7 @@ fn gen(a: GenArgs) -> Result<()> {
             format!(
                 "generated {} files, {}",
                 r.generated_files,
-                human_bytes(r.generated_bytes)
+                units::bytes(r.generated_bytes)
             )
         };
         let check = match r.matches_expected {
@@ -223,8 +229,8 @@ fn gen(a: GenArgs) -> Result<()> {
             "  {}: {} files, {}: {what} in {}; {check}",
             r.name,
             r.files,
-            human_bytes(r.bytes),
-            human_secs(start.elapsed().as_secs_f64())
+            units::bytes(r.bytes),
+            units::seconds(start.elapsed().as_secs_f64())
         );
     }
     Ok(())
@@ -927,6 +933,14 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::EtaCheck(a) => eta_check(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
+        Cmd::Since { start } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let since = now.saturating_sub(std::time::Duration::from_secs(start));
+            println!("{}", units::duration(since));
+            Ok(())
+        }
         Cmd::Machine { data_dir } => {
             let m = serde_json::to_string_pretty(&machine::collect(&data_dir))?;
             println!("{m}");

@@ -27,7 +27,8 @@ use crate::location::{self, Location, LocationInfo};
 use crate::manifest::Work;
 use crate::python::Interpreter;
 use crate::spec::{self, totals, Spec};
-use crate::util::{hex, human_bytes, human_secs, sh_join, version_line, which_in};
+use crate::util::{hex, sh_join, version_line, which_in};
+use hash_core::units;
 
 pub mod programs;
 use programs::{Def, Group, Invocation, Program, RunPolicy};
@@ -689,7 +690,7 @@ fn datasets(o: &PlanOptions) -> Result<Vec<PlanDataset>> {
             if t.bytes > mem_kib.saturating_mul(1024) / 10 * 8 {
                 note = Some(format!(
                     "warm skipped: {} is more than 80 % of memory",
-                    human_bytes(t.bytes)
+                    units::bytes(t.bytes)
                 ));
             } else {
                 caches.push(Cache::Warm);
@@ -1153,7 +1154,7 @@ pub fn summary(plan: &Plan, specs_missing: &[String]) -> String {
             "  {:<14} {:>7} files {:>10}  [{}]{}{}\n",
             d.spec.name,
             d.files,
-            human_bytes(d.bytes),
+            units::bytes(d.bytes),
             caches.join(", "),
             if generated {
                 ""
@@ -1181,7 +1182,7 @@ pub fn summary(plan: &Plan, specs_missing: &[String]) -> String {
     }
     s.push_str(&format!(
         "  estimated time: ~{} for verification and benchmarks (rough model; a noisy machine is slower)\n",
-        human_secs(plan.estimate_s)
+        units::seconds(plan.estimate_s)
     ));
     s
 }

@@ -14,15 +14,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use hash_core::eta::{clock, Eta};
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use hash_core::eta::Eta;
+use hash_core::units;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// How often the plain (not a terminal) line is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
 /// The line on a terminal: the plain line's figures, and a bar in whatever width is left
 /// (so that the line never wraps). `left` is [`Progress::new`]'s key.
-const TEMPLATE: &str = "  {prefix}: {binary_bytes} / {binary_total_bytes} ({percent} %), \
+const TEMPLATE: &str = "  {prefix}: {binary_bytes} / {binary_total_bytes} ({percent}%), \
                         {binary_bytes_per_sec}, ETA {left} [{wide_bar}]";
 
 /// What the drawing needs besides the bar's byte count.
@@ -38,7 +39,7 @@ impl Counts {
     fn left(&self, elapsed: Duration, bytes: u64) -> String {
         let files = self.files_done.load(Ordering::Relaxed);
         let mut eta = self.eta.lock().unwrap_or_else(PoisonError::into_inner);
-        clock(eta.sample(elapsed, files, bytes))
+        units::eta(eta.sample(elapsed, files, bytes))
     }
 }
 
@@ -138,12 +139,12 @@ impl Progress {
         let rate = done as f64 / elapsed.as_secs_f64().max(1e-3);
         let files = self.counts.files_done.load(Ordering::Relaxed);
         format!(
-            "  {}: {} / {} ({pct:.0} %), {files}/{} files, {}/s, ETA {}",
+            "  {}: {} / {} ({pct:.0}%), {files}/{} files, {}, ETA {}",
             self.label,
-            HumanBytes(done),
-            HumanBytes(self.total),
+            units::bytes(done),
+            units::bytes(self.total),
             self.counts.files_total,
-            HumanBytes(rate as u64),
+            units::rate(rate),
             self.counts.left(elapsed, done),
         )
     }
@@ -175,7 +176,7 @@ mod tests {
         // The first progress starts the time-left fit.
         assert_eq!(
             p.line(Duration::from_secs(1)),
-            "  gen x: 1.00 MiB / 10.00 MiB (10 %), 1/10 files, 1.00 MiB/s, ETA --:--"
+            "  gen x: 1.00 MiB / 10.00 MiB (10%), 1/10 files, 1.00 MiB/s, ETA --"
         );
         p.add(4 << 20);
         for _ in 0..4 {
@@ -185,13 +186,13 @@ mod tests {
         // however the time divides between files and bytes.
         assert_eq!(
             p.line(Duration::from_secs(3)),
-            "  gen x: 5.00 MiB / 10.00 MiB (50 %), 5/10 files, 1.67 MiB/s, ETA 2.5s"
+            "  gen x: 5.00 MiB / 10.00 MiB (50%), 5/10 files, 1.67 MiB/s, ETA 2.5 s"
         );
         // More than the total (a file grew) shows the total.
         p.add(8 << 20);
         assert!(p
             .line(Duration::from_secs(4))
-            .contains("10.00 MiB / 10.00 MiB (100 %)"));
+            .contains("10.00 MiB / 10.00 MiB (100%)"));
     }
 
     #[test]

@@ -27,7 +27,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
@@ -35,6 +35,7 @@ use crate::cache::{self, Residency};
 use crate::cgroup::MemoryCgroup;
 use crate::location::Daemon;
 use crate::plan::{self, Cache, Plan, PlanEntry};
+use hash_core::units;
 
 /// Read `paths` (recursively) into the page cache; fail unless at least `min_percent`
 /// of their pages end up resident.
@@ -48,11 +49,6 @@ pub fn warm(paths: &[PathBuf], min_percent: f64) -> Result<Residency> {
         );
     }
     Ok(r)
-}
-
-/// `1m05s`, as the progress lines print durations.
-pub fn fmt_secs(secs: u64) -> String {
-    format!("{}m{:02}s", secs / 60, secs % 60)
 }
 
 /// Whether a benchmark has finished: its export exists and is not empty.
@@ -243,15 +239,15 @@ fn race_plan(
             continue;
         }
         println!(
-            "\n[{}/{total}] {} {}: {}  (1 untimed + {} timed runs; est. {}s; {} elapsed, ~{} left)",
+            "\n[{}/{total}] {} {}: {}  (1 untimed + {} timed runs; est. {}; {} elapsed, ~{} left)",
             i + 1,
             b.cache.name(),
             b.dataset,
             plan::label(b),
             b.runs,
-            estimate(b),
-            fmt_secs(start.elapsed().as_secs()),
-            fmt_secs(left)
+            units::duration(Duration::from_secs(estimate(b))),
+            units::duration(start.elapsed()),
+            units::duration(Duration::from_secs(left))
         );
         ready(plan, work, b, ran)?;
         ran = Some(b);
@@ -299,17 +295,4 @@ fn race_plan(
         left = left.saturating_sub(estimate(b));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_print_like_the_old_shell_loop() {
-        // bash: printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
-        assert_eq!(fmt_secs(0), "0m00s");
-        assert_eq!(fmt_secs(65), "1m05s");
-        assert_eq!(fmt_secs(3600), "60m00s");
-    }
 }

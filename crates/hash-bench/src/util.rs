@@ -188,24 +188,6 @@ pub fn which_in(name: &str, search: Option<&std::ffi::OsStr>) -> Option<std::pat
     }
 }
 
-/// Human-readable byte count in binary units (`512 B`, `8.00 MiB`): indicatif's
-/// [`indicatif::HumanBytes`], the same text the progress bars show.
-pub fn human_bytes(bytes: u64) -> String {
-    indicatif::HumanBytes(bytes).to_string()
-}
-
-/// Human-readable duration: `42 s`, `3m05s`, `1h02m`.
-pub fn human_secs(secs: f64) -> String {
-    let s = secs.round().max(0.0) as u64;
-    if s < 60 {
-        format!("{s} s")
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
-    }
-}
-
 /// Append `value` to `path` as one JSON line (a record read back by [`read_json_lines`]).
 pub fn append_json_line<T: serde::Serialize>(
     path: &std::path::Path,
@@ -375,14 +357,7 @@ mod tests {
     }
 
     #[test]
-    fn humans() {
-        assert_eq!(human_bytes(512), "512 B");
-        // indicatif's documented form: two decimals in binary units.
-        assert_eq!(human_bytes(8 << 20), "8.00 MiB");
-        assert_eq!(human_bytes(1536), "1.50 KiB");
-        assert_eq!(human_secs(42.4), "42 s");
-        assert_eq!(human_secs(185.0), "3m05s");
-        assert_eq!(human_secs(3720.0), "1h02m");
+    fn hex_is_lowercase_and_padded() {
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
     }
 }

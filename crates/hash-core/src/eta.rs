@@ -237,21 +237,6 @@ fn fraction(part: u64, total: u64) -> f64 {
     part as f64 / total.max(1) as f64
 }
 
-/// A time left as `m:ss`, rounded to the second, or below ten seconds with
-/// tenths (`4.2s`): a short run's last seconds rounded to whole ones would
-/// say "0:00" with most of a second still to go, or "0:01" for 0.6 s.
-/// `--:--` without an estimate.
-pub fn clock(left: Option<Duration>) -> String {
-    match left {
-        Some(d) if d.as_secs_f64() < 9.95 => format!("{:.1}s", d.as_secs_f64()),
-        Some(d) => {
-            let s = d.as_secs_f64().round() as u64;
-            format!("{}:{:02}", s / 60, s % 60)
-        }
-        None => "--:--".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,16 +498,5 @@ mod tests {
         eta.sample(Duration::from_secs(1), 1, 0);
         let left = eta.sample(Duration::from_secs(2), 2, 0).unwrap();
         assert_eq!(left, Duration::ZERO);
-    }
-
-    #[test]
-    fn clock_shows_tenths_below_ten_seconds_and_whole_seconds_above() {
-        assert_eq!(clock(None), "--:--");
-        assert_eq!(clock(Some(Duration::ZERO)), "0.0s");
-        assert_eq!(clock(Some(Duration::from_millis(640))), "0.6s");
-        assert_eq!(clock(Some(Duration::from_millis(9940))), "9.9s");
-        assert_eq!(clock(Some(Duration::from_millis(9950))), "0:10");
-        assert_eq!(clock(Some(Duration::from_millis(10_499))), "0:10");
-        assert_eq!(clock(Some(Duration::from_secs(61 * 60 + 5))), "61:05");
     }
 }

@@ -15,7 +15,8 @@
 //! - [`output`]: the single writer that orders results and prints them.
 //! - [`check`]: `--check`, on the same strategies, with [`checkline`] parsing.
 //! - [`app`]: the `main` of every binary: parse, plan, run, exit status.
-//! - [`diag`]: every message on stderr, `program: ...`, written once.
+//! - [`diag`]: every message on stderr, `program: ...`, written once;
+//!   [`units`]: sizes, durations and counts as every text line writes them.
 //! - [`limits`]: the process-wide settings a binary opts in to (the library
 //!   itself changes no process state); [`room`]: what large, optional
 //!   allocations may take under a `ulimit -v`.
@@ -59,6 +60,7 @@ pub mod stdio;
 pub mod strategy;
 mod striped;
 pub mod tree;
+pub mod units;
 pub mod walk;
 
 pub use error::{Error, ErrorKind};

@@ -23,6 +23,7 @@ use crate::report::{
 };
 use crate::strategy::{Job, Outcome};
 use crate::tree::TreeDigest;
+use crate::units;
 use crate::walk::Skipped;
 
 /// Counts for `--stats` and the exit status.
@@ -40,22 +41,21 @@ pub struct Summary {
 
 impl Summary {
     /// Human-readable one-liner for `--stats`.
+    ///
+    /// `12 files, 3.00 MiB, 0 errors, 1 skipped (not regular files) in 4.2 ms:
+    /// 714.29 MiB/s, 2857 files/s (threads, 2 workers)`.
     pub fn render(&self, elapsed: Duration, strategy: &str, workers: usize) -> String {
         let secs = elapsed.as_secs_f64().max(1e-9);
-        let mib = self.bytes as f64 / (1024.0 * 1024.0);
         format!(
-            "{} files, {:.1} MiB, {} errors, {} skipped (not regular files) in {:.3} s: \
-             {:.1} MiB/s, {:.0} files/s ({}, {} worker{})",
-            self.files,
-            mib,
-            self.errors,
+            "{}, {}, {}, {} skipped (not regular files) in {}: {}, {:.0} files/s ({strategy}, {})",
+            units::count(self.files, "file"),
+            units::bytes(self.bytes),
+            units::count(self.errors, "error"),
             self.skipped,
-            secs,
-            mib / secs,
+            units::duration(elapsed),
+            units::rate(self.bytes as f64 / secs),
             self.files as f64 / secs,
-            strategy,
-            workers,
-            if workers == 1 { "" } else { "s" }
+            units::count(workers as u64, "worker"),
         )
     }
 }

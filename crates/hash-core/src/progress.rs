@@ -27,16 +27,15 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 
-use crate::eta::{self, Eta};
+use crate::eta::Eta;
 use crate::hasher::Reading;
+use crate::units;
 
 const TICK: Duration = Duration::from_millis(200);
 
-const MIB: f64 = 1024.0 * 1024.0;
-
 /// The line; `percent` (of bytes) is indicatif's, the other keys are [`style`]'s.
-const TEMPLATE: &str = "{mib} MiB ({percent}%), {files} files ({files_percent}%), \
-                        {mib_per_sec} MiB/s, ETA {left}";
+const TEMPLATE: &str = "{sizes} ({percent}%), {files} files ({files_percent}%), \
+                        {rate}, ETA {left}";
 
 /// What the hashers count, sampled by the ticker.
 #[derive(Debug)]
@@ -220,8 +219,8 @@ impl Drop for Progress {
 fn style(counts: Arc<Counts>) -> ProgressStyle {
     ProgressStyle::with_template(TEMPLATE)
         .expect("the template parses")
-        .with_key("mib", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = w.write_str(&mib_of(s.pos(), s.len().unwrap_or(0)));
+        .with_key("sizes", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&sizes(s.pos(), s.len().unwrap_or(0)));
         })
         .with_key("files", {
             let counts = Arc::clone(&counts);
@@ -239,23 +238,20 @@ fn style(counts: Arc<Counts>) -> ProgressStyle {
                 let _ = write!(w, "{}", percent(done, total));
             }
         })
-        .with_key(
-            "mib_per_sec",
-            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.1}", s.per_sec() / MIB);
-            },
-        )
+        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&units::rate(s.per_sec()));
+        })
         .with_key(
             "left",
             move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = w.write_str(&eta::clock(counts.eta().remaining()));
+                let _ = w.write_str(&units::eta(counts.eta().remaining()));
             },
         )
 }
 
-/// `done/total` in MiB.
-fn mib_of(bytes: u64, total: u64) -> String {
-    format!("{:.1}/{:.1}", bytes as f64 / MIB, total as f64 / MIB)
+/// `done / total`, each in its own unit (`3.00 MiB / 3.38 GiB`).
+fn sizes(bytes: u64, total: u64) -> String {
+    format!("{} / {}", units::bytes(bytes), units::bytes(total))
 }
 
 /// `done` as a whole percentage of `total`, rounded down as indicatif's
@@ -349,9 +345,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mib_and_eta_keys() {
-        assert_eq!(mib_of(512 << 20, 1024 << 20), "512.0/1024.0");
-        assert_eq!(mib_of(0, 0), "0.0/0.0");
+    fn size_and_percent_keys() {
+        assert_eq!(sizes(512 << 20, 1024 << 20), "512.00 MiB / 1.00 GiB");
+        assert_eq!(sizes(0, 0), "0 B / 0 B");
         assert_eq!(percent(0, 10), 0);
         assert_eq!(percent(3, 10), 30);
         assert_eq!(percent(189, 117_769), 0);
@@ -402,24 +398,25 @@ mod tests {
         let mut etas = Vec::new();
         for line in &lines {
             // The rate is indicatif's estimate on the real clock: only its shape is known.
-            let (head, tail) = line.split_at(line.find(" MiB/s, ETA ").expect(line));
-            let rate = head.rsplit(' ').next().unwrap();
-            assert!(rate.parse::<f64>().is_ok(), "{line:?}");
+            let (head, left) = line.rsplit_once(", ETA ").expect(line);
+            let (counts, rate) = head.rsplit_once(", ").expect(line);
+            let number = rate.split(' ').next().unwrap();
             assert!(
-                head.starts_with("0.0/1024.0 MiB (0%), 0/10 files (0%), ")
-                    || head.starts_with("102.4/1024.0 MiB (10%), 1/10 files (10%), ")
-                    || head.starts_with("512.0/1024.0 MiB (50%), 5/10 files (50%), "),
+                rate.ends_with("B/s") && number.parse::<f64>().is_ok(),
                 "{line:?}"
             );
-            etas.push(&tail[" MiB/s, ETA ".len()..]);
+            assert!(
+                counts == "0 B / 1.00 GiB (0%), 0/10 files (0%)"
+                    || counts == "102.40 MiB / 1.00 GiB (10%), 1/10 files (10%)"
+                    || counts == "512.00 MiB / 1.00 GiB (50%), 5/10 files (50%)",
+                "{line:?}"
+            );
+            etas.push(left);
         }
         // 40 % of everything took 2 s: the other half takes 2.5 s more,
         // however the time divides between files and bytes.
-        assert_eq!(etas.last(), Some(&"2.5s"), "{text:?}");
-        assert!(
-            etas.iter().all(|e| *e == "--:--" || *e == "2.5s"),
-            "{text:?}"
-        );
+        assert_eq!(etas.last(), Some(&"2.5 s"), "{text:?}");
+        assert!(etas.iter().all(|e| *e == "--" || *e == "2.5 s"), "{text:?}");
         assert!(text.ends_with('\n') && !text.contains('\r') && !text.contains('\x1b'));
     }
 

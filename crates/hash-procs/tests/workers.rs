@@ -453,7 +453,7 @@ fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
             .recv_timeout(hang_limit())
             .expect("the forced run's stderr never closed"),
     );
-    assert!(err.contains(" MiB/s, ETA "), "{err}");
+    assert!(err.contains("B/s, ETA "), "{err}");
     assert!(err.contains("/6 files"), "{err}");
     assert_eq!(forced.stdout, reference("-H", &[t.root()]));
     let default = wait_output(default, "hash-procs without --progress");

@@ -243,8 +243,18 @@ fn stats_summarise_on_stderr_only() {
         let out = env.run(&["--stats"], &[t.root()]);
         assert_eq!(out.stdout, expected);
         let err = show(&out.stderr);
-        let summary = format!("{}: 2 files, 0.0 MiB, 0 errors, 1 skipped", env.name());
+        let summary = format!(
+            "{}: 2 files, 1.00 KiB, 0 errors, 1 skipped (not regular files) in ",
+            env.name()
+        );
         assert!(err.starts_with(&summary), "{err}");
+        let one = env.run(&["--stats"], &[&t.path(b"b")]);
+        let err_one = show(&one.stderr);
+        let summary = format!("{}: 1 file, 24 B, 0 errors, 0 skipped", env.name());
+        assert!(err_one.starts_with(&summary), "{err_one}");
+        if !env.is_parallel() {
+            assert!(err_one.contains(" (serial, 1 worker)"), "{err_one}");
+        }
         // The parallel binaries add how many files they read at once.
         let lines: Vec<&str> = err.lines().collect();
         if env.is_parallel() {
