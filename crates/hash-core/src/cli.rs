@@ -14,7 +14,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use crate::check::CheckOptions;
 use crate::datapath::DataPath;
 use crate::hasher::ReadPolicy;
-use crate::output::OutputOptions;
+use crate::output::{Json, OutputOptions};
 use crate::strategy::order::ReadOrder;
 use crate::strategy::{Engine, Strategy};
 
@@ -32,7 +32,7 @@ pub struct CommonArgs {
     #[arg(help_heading = "Input", short = 'L', long)]
     pub follow: bool,
 
-    /// Read the paths to hash from FILE ('-' for stdin), one per line.
+    /// Hash the paths listed in FILE ('-': stdin), one a line (-0: one a NUL).
     #[arg(
         help_heading = "Input",
         long,
@@ -72,6 +72,7 @@ pub struct CommonArgs {
     /// With --files-from: paths are separated by NUL, not newline.
     #[arg(
         help_heading = "Input",
+        hide_short_help = true,
         short = '0',
         long = "null",
         requires = "files_from"
@@ -111,6 +112,14 @@ pub struct CommonArgs {
     /// Print one JSON document (files, errors, skipped, summary) instead of lines.
     #[arg(help_heading = "Output", long, conflicts_with = "check")]
     pub json: bool,
+
+    /// Print one JSON object per line as each file's turn comes, then a summary.
+    #[arg(
+        help_heading = "Output",
+        long,
+        conflicts_with_all = ["check", "json", "tag", "zero"]
+    )]
+    pub json_lines: bool,
 
     /// Also print one digest of the whole tree ('# tree-sha256 HEX').
     #[arg(help_heading = "Output", long, conflicts_with = "check")]
@@ -456,7 +465,11 @@ fn resolve(common: CommonArgs, engine: Engine, filter: crate::filter::Filter) ->
             tag: common.tag,
             binary: common.binary,
             zero: common.zero,
-            json: common.json,
+            json: match (common.json, common.json_lines) {
+                (true, _) => Json::Document,
+                (_, true) => Json::Lines,
+                _ => Json::No,
+            },
             tree: common.tree,
         })
     };
@@ -622,7 +635,7 @@ mod tests {
                 tag: true,
                 binary: false,
                 zero: true,
-                json: false,
+                json: Json::No,
                 tree: true
             })
         );

@@ -19,7 +19,8 @@ use crate::escape::{escape_name, path_bytes};
 use crate::hasher::{hex, hex_digits};
 use crate::progress::Progress;
 use crate::report::{
-    ErrorEntry, FileEntry, JsonPath, JsonSummary, Report, SkippedEntry, SCHEMA_VERSION,
+    ErrorEntry, FileEntry, JsonPath, JsonSummary, Line, LinesSummary, Report, SkippedEntry,
+    SCHEMA_VERSION,
 };
 use crate::strategy::{Job, Outcome};
 use crate::tree::TreeDigest;
@@ -69,10 +70,29 @@ pub struct OutputOptions {
     pub binary: bool,
     /// `-z`: end lines with NUL and do not escape names.
     pub zero: bool,
-    /// `--json`: one JSON document at the end instead of lines.
-    pub json: bool,
+    /// `--json` or `--json-lines` instead of GNU's lines.
+    pub json: Json,
     /// `--tree`: also compute the tree digest.
     pub tree: bool,
+}
+
+/// Which JSON, if any, replaces GNU's lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Json {
+    /// GNU's lines.
+    #[default]
+    No,
+    /// `--json`: one [`Report`] at the end, every entry held until then.
+    Document,
+    /// `--json-lines`: one [`crate::report::Line`] per entry as its turn
+    /// comes, then the summary; nothing is held.
+    Lines,
+}
+
+/// Write `line` as one line of JSON.
+fn json_line(out: &mut impl Write, line: &Line) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, line).map_err(io::Error::from)?;
+    out.write_all(b"\n")
 }
 
 /// Write one output line for `path`, in GNU's format for the chosen style.
@@ -223,7 +243,7 @@ impl<'a, W: Write> Writer<'a, W> {
             out: BufWriter::with_capacity(64 * 1024, out),
             order: InOrder::new(jobs.len()),
             progress,
-            json: opts.json.then(Default::default),
+            json: (opts.json == Json::Document).then(Default::default),
             tree: opts.tree.then(TreeDigest::default),
             summary: Summary::default(),
             write_error: None,
@@ -236,12 +256,17 @@ impl<'a, W: Write> Writer<'a, W> {
         // Keep stdout and stderr in order when both go to one terminal.
         let _ = self.out.flush();
         crate::diag::path_error(e, self.progress);
+        let entry = || ErrorEntry {
+            path: JsonPath::from_bytes(path_bytes(&e.path)),
+            kind: e.kind.name().to_owned(),
+            message: e.kind.to_string(),
+        };
         if let Some((_, errors)) = &mut self.json {
-            errors.push(ErrorEntry {
-                path: JsonPath::from_bytes(path_bytes(&e.path)),
-                kind: e.kind.name().to_owned(),
-                message: e.kind.to_string(),
-            });
+            errors.push(entry());
+        } else if self.opts.json == Json::Lines {
+            // A closed stdout shows at the next file or at the end.
+            let written = json_line(&mut self.out, &Line::Error(entry()));
+            let _ = self.check(written);
         }
     }
 
@@ -273,20 +298,20 @@ impl<'a, W: Write> Writer<'a, W> {
         if let Some(tree) = self.tree.as_mut().filter(|_| !crate::walk::is_stdin(job)) {
             tree.add(path_bytes(&job.path), job.rel, size, digest);
         }
-        match &mut self.json {
-            Some((files, _)) => {
-                files.push(FileEntry {
-                    path: JsonPath::from_bytes(path_bytes(&job.path)),
-                    size,
-                    sha256: hex(&digest),
-                });
-                ControlFlow::Continue(())
+        let entry = || FileEntry {
+            path: JsonPath::from_bytes(path_bytes(&job.path)),
+            size,
+            sha256: hex(&digest),
+        };
+        let written = match (&mut self.json, self.opts.json) {
+            (Some((files, _)), _) => {
+                files.push(entry());
+                Ok(())
             }
-            None => {
-                let written = write_line(&mut self.out, &self.opts, &digest, path_bytes(&job.path));
-                self.check(written)
-            }
-        }
+            (None, Json::Lines) => json_line(&mut self.out, &Line::File(entry())),
+            (None, _) => write_line(&mut self.out, &self.opts, &digest, path_bytes(&job.path)),
+        };
+        self.check(written)
     }
 
     /// Print what comes at the end (tree digest, JSON document) and flush.
@@ -300,6 +325,7 @@ impl<'a, W: Write> Writer<'a, W> {
                     .map_err(io::Error::from)
                     .and_then(|()| self.out.write_all(b"\n"))
             }
+            None if self.opts.json == Json::Lines => self.json_end(skipped, tree, info),
             None => match tree {
                 // A comment line: `sha256sum -c` and `--check` skip it.
                 Some(t) => {
@@ -314,6 +340,26 @@ impl<'a, W: Write> Writer<'a, W> {
         self.check(flushed)
     }
 
+    /// `--json-lines`' last lines: the skipped entries and the summary.
+    fn json_end(
+        &mut self,
+        skipped: &[Skipped],
+        tree_sha256: Option<String>,
+        info: RunInfo<'_>,
+    ) -> io::Result<()> {
+        for entry in skipped_entries(skipped) {
+            json_line(&mut self.out, &Line::Skipped(entry))?;
+        }
+        let end = LinesSummary {
+            schema_version: SCHEMA_VERSION,
+            tool: crate::diag::program().to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            tree_sha256,
+            totals: self.totals(info),
+        };
+        json_line(&mut self.out, &Line::Summary(end))
+    }
+
     fn report(
         &self,
         files: Vec<FileEntry>,
@@ -322,33 +368,31 @@ impl<'a, W: Write> Writer<'a, W> {
         tree_sha256: Option<String>,
         info: RunInfo<'_>,
     ) -> Report {
-        let s = &self.summary;
-        let secs = info.elapsed.as_secs_f64().max(1e-9);
         Report {
             schema_version: SCHEMA_VERSION,
             tool: crate::diag::program().to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             files,
             errors,
-            skipped: skipped
-                .iter()
-                .map(|k| SkippedEntry {
-                    path: JsonPath::from_bytes(path_bytes(&k.path)),
-                    kind: k.kind.to_owned(),
-                })
-                .collect(),
+            skipped: skipped_entries(skipped).collect(),
             tree_sha256,
-            summary: JsonSummary {
-                strategy: info.strategy.to_owned(),
-                jobs: info.workers,
-                files: s.files,
-                bytes: s.bytes,
-                errors: s.errors,
-                skipped: s.skipped,
-                elapsed_seconds: secs,
-                mib_per_second: s.bytes as f64 / (1024.0 * 1024.0) / secs,
-                files_per_second: s.files as f64 / secs,
-            },
+            summary: self.totals(info),
+        }
+    }
+
+    fn totals(&self, info: RunInfo<'_>) -> JsonSummary {
+        let s = &self.summary;
+        let secs = info.elapsed.as_secs_f64().max(1e-9);
+        JsonSummary {
+            strategy: info.strategy.to_owned(),
+            jobs: info.workers,
+            files: s.files,
+            bytes: s.bytes,
+            errors: s.errors,
+            skipped: s.skipped,
+            elapsed_seconds: secs,
+            mib_per_second: s.bytes as f64 / (1024.0 * 1024.0) / secs,
+            files_per_second: s.files as f64 / secs,
         }
     }
 
@@ -363,6 +407,14 @@ impl<'a, W: Write> Writer<'a, W> {
             }
         }
     }
+}
+
+/// The JSON entries of `skipped`.
+fn skipped_entries(skipped: &[Skipped]) -> impl Iterator<Item = SkippedEntry> + '_ {
+    skipped.iter().map(|k| SkippedEntry {
+        path: JsonPath::from_bytes(path_bytes(&k.path)),
+        kind: k.kind.to_owned(),
+    })
 }
 
 #[cfg(test)]

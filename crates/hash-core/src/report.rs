@@ -7,6 +7,11 @@
 //! rendering (for humans) and `path_hex` the exact bytes in lowercase hex (for
 //! programs) — [`JsonPath::to_bytes`] gets the real path back either way.
 //! Bump [`SCHEMA_VERSION`] on any change that would break a reader.
+//!
+//! `--json-lines` writes the same entries one [`Line`] at a time, as each
+//! file's turn comes, then a [`Line::Summary`]: a tree of any size in memory
+//! bounded as the plain output is, and a reader that sees the first files at
+//! once (as `rg --json` does).
 
 use serde::{Deserialize, Serialize};
 
@@ -110,6 +115,38 @@ pub struct SkippedEntry {
     pub kind: String,
 }
 
+/// One line of `--json-lines`: an object whose `type` says what it is.
+/// Files and errors come in output order, then the skipped entries, then one
+/// summary, last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    /// A file hashed.
+    File(FileEntry),
+    /// A file or directory that could not be read.
+    Error(ErrorEntry),
+    /// An entry skipped because it is not a regular file.
+    Skipped(SkippedEntry),
+    /// The end of the run: present only when the run was not cut short.
+    Summary(LinesSummary),
+}
+
+/// What ends a `--json-lines` run: the [`Report`]'s fields other than its lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinesSummary {
+    /// Version of this schema ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The program that wrote it, e.g. `hash-threads`.
+    pub tool: String,
+    /// That program's version.
+    pub version: String,
+    /// The tree digest (`--tree`), or `null`.
+    pub tree_sha256: Option<String>,
+    /// Totals and speed.
+    #[serde(flatten)]
+    pub totals: JsonSummary,
+}
+
 /// Totals of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonSummary {
@@ -154,6 +191,19 @@ mod tests {
         );
         let back: JsonPath = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(back.to_bytes().unwrap(), raw);
+    }
+
+    #[test]
+    fn a_line_says_its_type_beside_the_entry_fields() {
+        let file = Line::File(FileEntry {
+            path: JsonPath::from_bytes(b"d/\xff"),
+            size: 3,
+            sha256: "ab".into(),
+        });
+        let text = serde_json::to_string(&file).unwrap();
+        let want = "{\"type\":\"file\",\"path\":\"d/\u{fffd}\",\"path_hex\":\"642fff\",\"size\":3,\"sha256\":\"ab\"}";
+        assert_eq!(text, want);
+        assert_eq!(serde_json::from_str::<Line>(&text).unwrap(), file);
     }
 
     #[test]

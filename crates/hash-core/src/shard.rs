@@ -69,18 +69,18 @@ pub struct ScaleArgs {
     ///
     /// Walk the PATHs once and print the file list (sizes, exact path bytes; NUL-terminated
     /// with -z) instead of hashing; hash it later with --files-from LIST [-0].
-    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "tag", "tree", "shard", "merge"])]
+    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "json_lines", "tag", "tree", "shard", "merge"])]
     pub list: bool,
 
     /// Hash only shard K of N (from 0), balanced by bytes.
     ///
     /// Hash only shard K of N (K from 0), balanced by bytes; 'auto' takes K and N from a Slurm
     /// array, 'auto/N' takes K from Kubernetes, a Slurm array or GNU parallel.
-    #[arg(help_heading = "Scale-out", long, value_name = "K/N", conflicts_with_all = ["check", "json", "merge"])]
+    #[arg(help_heading = "Scale-out", long, value_name = "K/N", conflicts_with_all = ["check", "json", "json_lines", "merge"])]
     pub shard: Option<ShardArg>,
 
     /// Combine shard outputs (the PATHs) into the single-run output.
-    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "files_from"])]
+    #[arg(help_heading = "Scale-out", long, conflicts_with_all = ["check", "json", "json_lines", "files_from"])]
     pub merge: bool,
 }
 

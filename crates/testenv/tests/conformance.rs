@@ -13,7 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use hash_core::report::{Report, SCHEMA_VERSION};
+use hash_core::report::{JsonSummary, Line, Report, SCHEMA_VERSION};
 use testenv::*;
 
 /// `find -H "$1" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum ARGS`
@@ -503,6 +503,75 @@ fn json_agrees_with_the_text_output() {
             skipped,
             ["fifo", "symlink", "symlink", "symlink", "symlink", "symlink"]
         );
+    });
+}
+
+/// `--json-lines` output, parsed line by line.
+fn json_lines(stdout: &[u8]) -> Vec<Line> {
+    let text = std::str::from_utf8(stdout).expect("JSON is UTF-8");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn json_lines_hold_the_document_one_entry_a_line() {
+    let t = Tree::nasty();
+    let gnu = reference("-H", &[t.root()]);
+    each_binary(|env| {
+        // Rebuilt as GNU lines, the files are sha256sum's, in its order.
+        for opts in env.variants() {
+            let args = [&opts[..], &["--json-lines"]].concat();
+            let out = env.run(&args, &[t.root()]);
+            assert_eq!(out.status.code(), Some(0), "{opts:?}");
+            let mut rebuilt = Vec::new();
+            for line in json_lines(&out.stdout) {
+                if let Line::File(f) = line {
+                    let mut d = [0u8; 32];
+                    d.copy_from_slice(&hash_core::report::unhex(&f.sha256).unwrap());
+                    let path = f.path.to_bytes().unwrap();
+                    hash_core::output::write_line(&mut rebuilt, &Default::default(), &d, &path)
+                        .unwrap();
+                }
+            }
+            assert_eq!(show(&rebuilt), show(&gnu), "{opts:?}");
+        }
+        // Entry for entry the --json document, with the loops of -L as errors.
+        let doc = env.run(&["--json", "--tree", "-L"], &[t.root()]);
+        let doc: Report = serde_json::from_slice(&doc.stdout).unwrap();
+        let out = env.run(&["--json-lines", "--tree", "-L"], &[t.root()]);
+        assert_eq!(out.status.code(), Some(1), "loops under -L are errors");
+        let mut lines = json_lines(&out.stdout);
+        let Some(Line::Summary(end)) = lines.pop() else {
+            panic!("the last line is not the summary: {}", show(&out.stdout));
+        };
+        let (mut files, mut errors, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+        for line in lines {
+            match line {
+                Line::File(f) => files.push(f),
+                Line::Error(e) => errors.push(e),
+                Line::Skipped(s) => skipped.push(s),
+                Line::Summary(_) => panic!("a second summary"),
+            }
+        }
+        assert_eq!(files, doc.files);
+        assert_eq!(errors, doc.errors);
+        assert_eq!(errors.len(), 3);
+        assert_eq!(skipped, doc.skipped);
+        assert_eq!(
+            (end.tool, end.schema_version),
+            (doc.tool, doc.schema_version)
+        );
+        assert_eq!(end.tree_sha256, doc.tree_sha256);
+        assert!(end.tree_sha256.is_some());
+        let counts = |s: &JsonSummary| (s.files, s.bytes, s.errors, s.skipped, s.jobs);
+        assert_eq!(counts(&end.totals), counts(&doc.summary));
+        // GNU's own styles cannot be written as JSON.
+        for other in ["--tag", "-z", "--json", "-c"] {
+            let out = env.run(&["--json-lines", other], &[t.root()]);
+            assert_eq!(out.status.code(), Some(2), "{other}");
+            assert!(out.stdout.is_empty(), "{other}");
+        }
     });
 }
 
