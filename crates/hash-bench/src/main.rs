@@ -215,8 +215,8 @@ fn gen(a: GenArgs) -> Result<()> {
             "reused".to_string()
         } else {
             format!(
-                "generated {} files, {}",
-                r.generated_files,
+                "generated {}, {}",
+                units::count(r.generated_files, "file"),
                 units::bytes(r.generated_bytes)
             )
         };
@@ -226,9 +226,9 @@ fn gen(a: GenArgs) -> Result<()> {
             None => format!("no committed digest; manifest sha256 {}", r.manifest_sha256),
         };
         eprintln!(
-            "  {}: {} files, {}: {what} in {}; {check}",
+            "  {}: {}, {}: {what} in {}; {check}",
             r.name,
-            r.files,
+            units::count(r.files, "file"),
             units::bytes(r.bytes),
             units::seconds(start.elapsed().as_secs_f64())
         );
@@ -469,7 +469,7 @@ fn cache_floor(a: CacheFloorArgs) -> Result<()> {
     hash_core::limits::raise_open_file_limit();
     let f = hash_bench::cachefloor::measure(&a.root, a.jobs, &a.scratch)?;
     let per = |c: hash_bench::cachefloor::Cost| c.cpu / f.files.max(1) as f64 * 1e6;
-    println!("cache-floor: {} files", f.files);
+    println!("cache-floor: {}", units::count(f.files as u64, "file"));
     println!(
         "  walk (readdir, one thread): {:.3} s wall, {:.3} s CPU",
         f.walk.wall, f.walk.cpu
@@ -574,10 +574,10 @@ fn ceiling(a: CeilingArgs) -> Result<()> {
             .zip(&files)
             .for_each(|(d, f)| println!("{}  {}/{}", hash_bench::util::hex(d), spec.name, f.rel)),
         None => println!(
-            "ceiling sha256: {} files, {} bytes, {} threads, xor {}",
-            r.files,
+            "ceiling sha256: {}, {} bytes, {}, xor {}",
+            units::count(r.files as u64, "file"),
             r.bytes,
-            a.threads.max(1),
+            units::count(a.threads.max(1) as u64, "thread"),
             hash_bench::util::hex(&r.xor)
         ),
     }
@@ -617,10 +617,10 @@ fn hash_floor(a: HashFloorArgs) -> Result<()> {
     };
     let r = hash_bench::hashfloor::run(&a.paths, work, a.jobs);
     println!(
-        "hash-floor: {} files, {} bytes, {} errors, xor {}",
-        r.files,
+        "hash-floor: {}, {} bytes, {}, xor {}",
+        units::count(r.files as u64, "file"),
         r.bytes,
-        r.errors,
+        units::count(r.errors as u64, "error"),
         hash_bench::util::hex(&r.xor)
     );
     if r.errors > 0 {
@@ -632,8 +632,10 @@ fn hash_floor(a: HashFloorArgs) -> Result<()> {
 fn read_floor(a: ReadFloorArgs) -> Result<()> {
     let r = refs::read_floor(&a.paths, a.jobs);
     println!(
-        "read-floor: {} files, {} bytes, {} errors",
-        r.files, r.bytes, r.errors
+        "read-floor: {}, {} bytes, {}",
+        units::count(r.files as u64, "file"),
+        r.bytes,
+        units::count(r.errors as u64, "error")
     );
     if r.errors > 0 {
         bail!("{} files or directories could not be read", r.errors);
@@ -901,11 +903,11 @@ fn mount(a: MountArgs) -> Result<()> {
 
 fn print_residency(label: &str, r: cache::Residency) {
     println!(
-        "{label}: {:.1} % resident ({} of {} pages, {} files)",
+        "{label}: {:.1} % resident ({} of {} pages, {})",
         r.percent(),
         r.resident_pages,
         r.total_pages,
-        r.files
+        units::count(r.files, "file")
     );
 }
 

@@ -67,7 +67,7 @@ fn ceiling_digests_match_gnu_sha256sum_of_the_same_bytes() {
     let total: u64 = sizes.iter().sum();
     assert!(
         text.starts_with(&format!(
-            "ceiling sha256: 5 files, {total} bytes, 1 threads, xor "
+            "ceiling sha256: 5 files, {total} bytes, 1 thread, xor "
         )),
         "{text}"
     );
@@ -146,7 +146,7 @@ fn hash_floor_xor_matches_gnu_sha256sum_of_the_files() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.starts_with(&format!(
-            "hash-floor: 5 files, {total} bytes, 1 errors, xor 0000"
+            "hash-floor: 5 files, {total} bytes, 1 error, xor 0000"
         )),
         "{text}"
     );

@@ -32,6 +32,7 @@ use crate::output::{write_line, OutputOptions};
 use crate::report::unhex;
 use crate::shard::{entries_digest, Shard, Vouched, END, FILE, HEADER, HEADER_V1};
 use crate::tree::TreeDigest;
+use crate::units;
 
 /// One hashed file, as a shard recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,15 +191,15 @@ fn check_vouched(entries: &[Entry], end: &End) -> Result<(), String> {
     }
     let missing = end.assigned.checked_sub(entries.len()).ok_or_else(|| {
         format!(
-            "{} lines but only {} files assigned",
-            entries.len(),
-            end.assigned
+            "{} but only {} assigned",
+            units::count(entries.len() as u64, "line"),
+            units::count(end.assigned as u64, "file")
         )
     })?;
     if missing as u64 > end.errors {
         return Err(format!(
-            "{missing} of its {} files are neither hashed nor reported as errors",
-            end.assigned
+            "{missing} of its {} are neither hashed nor reported as errors",
+            units::count(end.assigned as u64, "file")
         ));
     }
     Ok(())
@@ -403,8 +404,9 @@ pub fn run(paths: &[PathBuf], opts: &OutputOptions) -> Exit {
             refuse(
                 p,
                 format!(
-                    "shard {} reported {e} errors when it ran (see its log)",
-                    s.shard
+                    "shard {} reported {} when it ran (see its log)",
+                    s.shard,
+                    units::count(e, "error")
                 ),
             );
             status = Exit::Failure;
@@ -449,7 +451,8 @@ fn whole_plan<'s>(shards: &'s [(&PathBuf, ShardFile)]) -> Option<Vec<&'s Entry>>
     let total = shards.first()?.1.total;
     let assigned: usize = shards.iter().map(|(_, s)| s.assigned).sum();
     if assigned != total {
-        crate::show!("the shards were given {assigned} files, the plan has {total}; refusing");
+        let given = units::count(assigned as u64, "file");
+        crate::show!("the shards were given {given}, the plan has {total}; refusing");
         return None;
     }
     let mut entries: Vec<&Entry> = shards.iter().flat_map(|(_, s)| &s.entries).collect();

@@ -289,7 +289,7 @@ fn shard_errors_are_merged_like_the_single_run_and_fail_it() {
     let merged = hash(bin.to_str().unwrap(), &a);
     assert_eq!(show(&merged.stdout), show(&single.stdout));
     assert_eq!(merged.status.code(), Some(1));
-    assert!(show(&merged.stderr).contains("reported 1 errors when it ran"));
+    assert!(show(&merged.stderr).contains("reported 1 error when it ran"));
 }
 
 #[test]

@@ -338,8 +338,9 @@ impl<'a> DiskOrder<'a> {
             _ => "a disk that spins, at most two reads in flight, reads waiting for it",
         };
         format!(
-            "{sorted} files in the disk's order ({why}): {offsets} by their first extent's \
+            "{} in the disk's order ({why}): {offsets} by their first extent's \
              offset, {} by inode number",
+            crate::units::count(sorted as u64, "file"),
             sorted - offsets
         )
     }

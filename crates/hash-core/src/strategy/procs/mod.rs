@@ -155,9 +155,11 @@ impl Runner for Procs {
             let peak = pool::run(files, &order, (workers, how), early, None, reading, sink);
             return Ran {
                 in_flight: Some(format!(
-                    "{workers} workers, each adding readers while files wait for the \
+                    "{}, each adding readers while files wait for the \
                      disk, up to {}: {} at most",
-                    how.readers_each, peak.readers
+                    crate::units::count(workers as u64, "worker"),
+                    how.readers_each,
+                    peak.readers
                 )),
                 order: described,
                 ..Ran::default()
