@@ -67,8 +67,9 @@ else
 fi
 
 IFS=, read -r -a ds <<<"$depths"
+mapfile -t parallel < <("$hb" strategies --parallel)
 cmds=("$bin/hash-serial $dir")
-for b in hash-threads hash-procs hash-async; do
+for b in "${parallel[@]}"; do
     cmds+=("$bin/$b $dir")
     for d in "${ds[@]}"; do cmds+=("$bin/$b --max-in-flight $d $dir"); done
 done
@@ -110,7 +111,7 @@ json.dump({"results": out}, open(sys.argv[1], "w"), indent=2)
 PY
 
 # The policy's choice, from one more cold run of each default.
-for b in hash-threads hash-procs hash-async; do
+for b in "${parallel[@]}"; do
     sh -c "$prepare"
     "$bin/$b" --stats "$dir" 2>&1 >/dev/null | sed -n "s/^$b: in flight: /$b\t/p" >>"$tmp/choice.tsv"
 done
@@ -121,9 +122,9 @@ cpu=$(lscpu | sed -n 's/^Model name: *//p')
 # hyperfine's own results, kept beside the table and chart they were drawn from.
 cp "$tmp/h.json" "$out.hyperfine"
 python3 - "$tmp/h.json" "$tmp/choice.tsv" "$out" "$bin/" "$dir" "$location" "$dataset" \
-    "$files" "$cpu" "$stamp" "$bytes" <<'PY'
+    "$files" "$cpu" "$stamp" "$bytes" "${parallel[@]}" <<'PY'
 import json, re, statistics, sys
-hj, choice_tsv, out, bindir, d, location, dataset, files, cpu, stamp, size = sys.argv[1:]
+hj, choice_tsv, out, bindir, d, location, dataset, files, cpu, stamp, size = sys.argv[1:12]
 files = int(files)
 # Files of a MiB and more are paced by bytes, not by files: rates in MiB/s then.
 big = int(size) >= files * (1 << 20)
@@ -136,7 +137,7 @@ for r in json.load(open(hj))["results"]:
     res[cmd] = statistics.median(r["times"])
     rounds = len(r["times"])
 choices = dict(l.rstrip("\n").split("\t", 1) for l in open(choice_tsv) if "\t" in l)
-bins = ["hash-threads", "hash-procs", "hash-async"]
+bins = sys.argv[12:]
 depths = sorted({int(m.group(1)) for c in res for m in [re.search(r"--max-in-flight (\d+)", c)] if m})
 serial = res["hash-serial"]
 md = [f"# In flight against fixed depths: {dataset}, {location}, cold",

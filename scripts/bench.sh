@@ -15,8 +15,8 @@ usage() {
 	cat <<'EOF'
 Usage: scripts/bench.sh [--quick | --smoke] [OPTIONS]
 
-Benchmarks hash-serial, hash-threads, hash-procs and hash-async (release builds) against
-each other and against installed peers, on generated datasets, with the data warm (in the
+Benchmarks the hashrace binaries, one per strategy (release builds), against each
+other and against installed peers, on generated datasets, with the data warm (in the
 page cache) and cold (evicted right before every timed run), and writes the sweep's
 folder results/<host>-<date>-<sweep>/: results.json (self-contained: every timed run is
 in it), report.md (the winner of each workload, by how much, and what bounds it; also
@@ -311,11 +311,15 @@ LOCKED=()
 
 step "build"
 if [[ -z $BIN_DIR ]]; then
-	# Two builds, so that only hash-async's hash-core has the async feature (tokio,
-	# io_uring): built together, cargo would give all four binaries one hash-core.
-	say "cargo build --release ${LOCKED[*]} -p hash-serial -p hash-threads -p hash-procs -p hash-bench; -p hash-async"
-	cargo build --release "${LOCKED[@]}" -p hash-serial -p hash-threads -p hash-procs -p hash-bench
-	cargo build --release "${LOCKED[@]}" -p hash-async
+	# hash-bench first: it knows the hashers (one per hash-core strategy). Then one
+	# cargo call per hasher, so that each links only the hash-core features it asks
+	# for (hash-async alone takes tokio and io_uring): built together, cargo would
+	# give them all one hash-core.
+	say "cargo build --release ${LOCKED[*]} -p hash-bench, then -p each hasher"
+	cargo build --release "${LOCKED[@]}" -p hash-bench
+	for h in $("$TARGET/release/hash-bench" strategies); do
+		cargo build --release "${LOCKED[@]}" -p "$h"
+	done
 	BIN_DIR=$TARGET/release
 else
 	say "hashers from $BIN_DIR; cargo build --release -p hash-bench ${LOCKED[*]}"

@@ -17,16 +17,20 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::plan::Cache;
-use crate::python::Interpreter;
+use crate::python::{counterpart, Interpreter};
 use crate::results::{BenchmarkResult, Results};
 
-/// The strategies, as the rows name them, and hashrace's binary for each.
-const STRATEGIES: [(&str, &str); 4] = [
-    ("serial", "hash-serial"),
-    ("threads", "hash-threads"),
-    ("procs", "hash-procs"),
-    ("asyncio", "hash-async"),
-];
+/// The rows' strategies, hashrace's in their order: each row's name (pyhash's,
+/// where it has a counterpart), whether pyhash has it, and hashrace's binary.
+fn strategies() -> Vec<(&'static str, bool, &'static str)> {
+    hash_core::Strategy::ALL
+        .iter()
+        .map(|s| match counterpart(*s) {
+            Some(py) => (py, true, s.binary()),
+            None => (s.name(), false, s.binary()),
+        })
+        .collect()
+}
 
 /// One flip table: one results file, one dataset, one cache state.
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +63,7 @@ pub struct FlipRow {
     pub label: String,
     /// One per column.
     pub cells: Vec<Option<FlipCell>>,
-    /// Where it sorts: the strategy's place in [`STRATEGIES`], then `-jN` ascending and
+    /// Where it sorts: the strategy's place in [`strategies`], then `-jN` ascending and
     /// the default last.
     #[serde(skip)]
     order: (usize, u32),
@@ -84,7 +88,7 @@ pub struct FlipCell {
 /// Where a benchmark's numbers go: which column, which strategy.
 struct Source {
     title: String,
-    /// `(program name, index into STRATEGIES)` pairs of this column.
+    /// `(program name, index into strategies())` pairs of this column.
     programs: Vec<(String, usize)>,
 }
 
@@ -109,10 +113,11 @@ fn sources(r: &Results) -> Vec<Source> {
             };
             out.push(Source {
                 title: format!("{work} · {} ({})", i.label, i.describe()),
-                programs: STRATEGIES
+                programs: strategies()
                     .iter()
                     .enumerate()
-                    .map(|(k, (s, _))| (format!("{}-{s}{suffix}", i.label), k))
+                    .filter(|(_, (_, py, _))| *py)
+                    .map(|(k, (s, _, _))| (format!("{}-{s}{suffix}", i.label), k))
                     .collect(),
             });
         }
@@ -120,10 +125,10 @@ fn sources(r: &Results) -> Vec<Source> {
     if !out.is_empty() {
         out.push(Source {
             title: "sha256 · hashrace (Rust)".into(),
-            programs: STRATEGIES
+            programs: strategies()
                 .iter()
                 .enumerate()
-                .map(|(k, (_, bin))| (bin.to_string(), k))
+                .map(|(k, (_, _, bin))| (bin.to_string(), k))
                 .collect(),
         });
     }
@@ -194,9 +199,10 @@ fn table(
         let serial = find(benches, &src.programs[0].0)
             .find(|b| b.valid)
             .map(|b| b.median_s);
+        let names = strategies();
         for (program, strategy) in &src.programs {
             for b in find(benches, program) {
-                let label = row_label(STRATEGIES[*strategy].0, b.jobs);
+                let label = row_label(names[*strategy].0, b.jobs);
                 let i = rows
                     .iter()
                     .position(|r| r.label == label)

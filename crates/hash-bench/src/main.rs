@@ -80,7 +80,11 @@ enum Cmd {
         data_dir: PathBuf,
     },
     /// Print the hashrace binaries, one per line (one per strategy of hash-core).
-    Strategies,
+    Strategies {
+        /// Only those that take -j (every one but the serial baseline).
+        #[arg(long)]
+        parallel: bool,
+    },
     /// Plan a sweep; print its work directory on stdout and a summary with an estimate on stderr.
     Plan(Box<PlanArgs>),
     /// Check that every hashrace command of a plan prints the same, expected output.
@@ -506,9 +510,6 @@ struct EtaCheckArgs {
     root: PathBuf,
 }
 
-/// The four binaries, as their files are named.
-const BINARIES: [&str; 4] = ["hash-serial", "hash-threads", "hash-procs", "hash-async"];
-
 fn eta_check(a: EtaCheckArgs) -> Result<()> {
     let bin_dir = match a.bin_dir {
         Some(d) => d,
@@ -521,7 +522,8 @@ fn eta_check(a: EtaCheckArgs) -> Result<()> {
     println!("| cache | binary | run | line at | left | ETA shown | shown ÷ left |");
     println!("|---|---|---|---|---|---|---|");
     for cold in [false, true] {
-        for binary in BINARIES {
+        for binary in hash_bench::plan::programs::hashers() {
+            let binary = binary.as_str();
             for _ in 0..a.runs {
                 let r = hash_bench::etacheck::check(&bin_dir, binary, &a.root, cold, a.at)?;
                 let ratio = r.ratio();
@@ -643,9 +645,12 @@ fn read_floor(a: ReadFloorArgs) -> Result<()> {
     Ok(())
 }
 
-fn strategies() {
-    for h in programs::hashers() {
-        println!("{h}");
+fn strategies(parallel: bool) {
+    let wanted = hash_core::Strategy::ALL
+        .into_iter()
+        .filter(|s| !parallel || s.is_parallel());
+    for s in wanted {
+        println!("{}", programs::hasher_binary(s));
     }
 }
 
@@ -948,8 +953,8 @@ fn run(cli: Cli) -> Result<()> {
             println!("{m}");
             Ok(())
         }
-        Cmd::Strategies => {
-            strategies();
+        Cmd::Strategies { parallel } => {
+            strategies(parallel);
             Ok(())
         }
         Cmd::Plan(a) => plan(*a),

@@ -1533,7 +1533,7 @@ mod tests {
         assert_eq!(serial.kind, Kind::Reference);
         assert!(serial.argv[1].ends_with("scripts/pyhash.py"));
         assert_eq!(serial.argv[2..], ["serial", "small"]);
-        for s in ["threads", "procs", "asyncio"] {
+        for s in &crate::python::PYHASH_STRATEGIES[1..] {
             let b = find(&format!("small.warm.python-{s}-j2"));
             assert_eq!(b.argv[2..], [s, "-j", "2", "small"]);
         }

@@ -19,7 +19,22 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use hash_core::Strategy;
 use serde::{Deserialize, Serialize};
+
+/// `scripts/pyhash.py`'s strategies, as its command line names them.
+pub const PYHASH_STRATEGIES: [&str; 4] = ["serial", "threads", "procs", "asyncio"];
+
+/// pyhash's counterpart of a hashrace strategy, if it has one: the same name,
+/// but `asyncio` for `async`.
+pub fn counterpart(s: Strategy) -> Option<&'static str> {
+    let name = if s.name() == "async" {
+        "asyncio"
+    } else {
+        s.name()
+    };
+    PYHASH_STRATEGIES.into_iter().find(|p| *p == name)
+}
 
 use crate::util::which_in;
 

@@ -242,7 +242,7 @@ pub fn flip(r: &Results) -> Option<Flip> {
         };
         let Some(serial) = of("serial") else { continue };
         let mut line = Vec::new();
-        for s in ["serial", "threads", "procs", "asyncio"] {
+        for s in crate::python::PYHASH_STRATEGIES {
             if let Some(b) = of(s) {
                 line.push((label(b), ratio(serial, b)));
             }
@@ -251,7 +251,8 @@ pub fn flip(r: &Results) -> Option<Flip> {
     }
     let serial = rows(r, &warm).find(|b| b.program == "hash-serial")?;
     let mut ours = Vec::new();
-    for p in ["hash-serial", "hash-threads", "hash-procs", "hash-async"] {
+    for p in crate::plan::programs::hashers() {
+        let p = p.as_str();
         if let Some(b) = fastest(rows(r, &warm).filter(|b| b.program == p)) {
             ours.push((label(b), ratio(serial, b)));
         }

@@ -14,8 +14,6 @@ use std::path::{Path, PathBuf};
 use hash_bench::chart::write_all;
 use hash_bench::compare::compare_paths;
 
-const PARALLEL: [&str; 3] = ["hash-threads", "hash-procs", "hash-async"];
-
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -232,9 +230,10 @@ fn check_all(charts: &[PathBuf]) -> Vec<String> {
 }
 
 fn names_parallel_binary(svg: &str) -> bool {
-    labels(svg)
-        .iter()
-        .any(|l| PARALLEL.iter().any(|b| l.text.contains(b)))
+    labels(svg).iter().any(|l| {
+        let mut parallel = hash_core::Strategy::ALL.iter().filter(|s| s.is_parallel());
+        parallel.any(|s| l.text.contains(s.binary()))
+    })
 }
 
 #[test]

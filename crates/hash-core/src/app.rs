@@ -266,7 +266,7 @@ fn hash(
 
 /// The progress line of a run of `plan`, shown while the engine reads.
 fn start_progress(engine: &Engine, plan: &walk::Plan, reading: &Arc<Reading>) -> Progress {
-    let one_reader = engine.strategy() == Strategy::Serial;
+    let one_reader = engine.reads_one_at_a_time();
     let (files, bytes) = (plan.files.len() as u64, plan.total_bytes());
     Progress::start(files, bytes, one_reader, Arc::clone(reading))
 }

@@ -342,7 +342,7 @@ fn check_batch(
     match progress {
         Some(p) => p.add_total(files.len() as u64, total),
         None if run.progress => {
-            let one_reader = run.engine.strategy() == crate::Strategy::Serial;
+            let one_reader = run.engine.reads_one_at_a_time();
             *progress = Some(Progress::start(
                 files.len() as u64,
                 total,

@@ -164,7 +164,7 @@ fn no_mmap_and_data_path_reach_every_binary_and_mode() {
     let manifest = tree_with_manifest(dir.path());
     let tree = [dir.path().join("big").into_os_string()];
     let check = [OsStr::new("-c").to_owned(), manifest.into_os_string()];
-    for bin in ["hash-serial", "hash-threads", "hash-procs", "hash-async"] {
+    for bin in hash_core::Strategy::ALL.map(|s| s.binary()) {
         for mode in [&tree[..], &check[..]] {
             let mode: Vec<&OsStr> = mode.iter().map(|a| a.as_os_str()).collect();
             let Some((calls, code)) = traced(bin, &mode, "mmap") else {

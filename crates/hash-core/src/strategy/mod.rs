@@ -116,6 +116,12 @@ pub trait Runner: std::fmt::Debug + Send + Sync {
     /// than the files).
     fn workers(&self, files: usize) -> usize;
 
+    /// Whether its files are read strictly one at a time, by one reader in
+    /// this process, whatever the disk does: then a read that had to wait
+    /// for the disk means the whole run waits for it (the progress line's
+    /// time left counts on it). No default, so that a new strategy says.
+    fn reads_one_at_a_time(&self) -> bool;
+
     /// Hash every job, reporting each outcome to `sink` (see the module doc).
     /// `reading` is the run's shared state: the read policy, the stop flag and
     /// the byte count.
@@ -168,6 +174,11 @@ impl Engine {
     /// The workers a run over `files` files uses.
     pub fn workers(&self, files: usize) -> usize {
         self.runner.workers(files)
+    }
+
+    /// See [`Runner::reads_one_at_a_time`].
+    pub fn reads_one_at_a_time(&self) -> bool {
+        self.runner.reads_one_at_a_time()
     }
 
     /// How it reads files.

@@ -31,6 +31,10 @@ impl Runner for Serial {
         1
     }
 
+    fn reads_one_at_a_time(&self) -> bool {
+        true
+    }
+
     /// In planned order, or with `--read-order disk` a chunk at a time in
     /// the disk's order (`auto` has no depth policy to look at here: one
     /// file at a time is all this strategy does).

@@ -67,6 +67,11 @@ impl Runner for Threads {
         clamp_workers(self.workers, files)
     }
 
+    /// Even at `-j 1`, the in-flight policy adds readers while files wait for the disk.
+    fn reads_one_at_a_time(&self) -> bool {
+        false
+    }
+
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         let workers = self.workers(files.len());
         let first = files.first().map(|j| j.path.as_path());

@@ -28,6 +28,11 @@ impl Runner for Async {
         clamp_workers(self.workers, files)
     }
 
+    /// Many opens and reads in flight, on rings or the blocking pool.
+    fn reads_one_at_a_time(&self) -> bool {
+        false
+    }
+
     /// `--io pool` never touches io_uring; the others ask the kernel first.
     fn run(&self, files: &[Job], reading: &Arc<Reading>, sink: &mut Sink<'_>) -> Ran {
         let workers = self.workers(files.len());

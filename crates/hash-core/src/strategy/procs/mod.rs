@@ -101,6 +101,11 @@ impl Runner for Procs {
         clamp_workers(self.workers, files)
     }
 
+    /// The reading happens in the workers, each with readers of its own.
+    fn reads_one_at_a_time(&self) -> bool {
+        false
+    }
+
     /// Start up to one worker per CPU (at most `-j`) while the walk runs: a
     /// worker takes ~1.5 ms to start (the 2-vCPU Intel Xeon guest: `exec`,
     /// the dynamic loader, and `cpuid`s that each trap to the hypervisor,
