@@ -255,38 +255,9 @@ pub fn residency(files: &[PathBuf]) -> Result<Residency> {
 
 /// `mincore(2)` over `len` bytes of `file` (at `path`) from the page-aligned offset
 /// `off`: one byte per page into `vec`, which holds `len.div_ceil(page_size)` bytes.
-///
-/// The one `unsafe` left in this module: rustix wraps `mmap` but not `mincore`, and a
-/// mapping is what `mincore` asks about.
 fn mincore_window(file: &File, path: &Path, off: u64, len: usize, vec: &mut [u8]) -> Result<()> {
-    use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
-    debug_assert!(vec.len() as u64 >= (len as u64).div_ceil(page_size()));
-    // SAFETY: `mmap` creates a fresh read-only shared mapping of a file we hold open, at
-    // a page-aligned offset (a multiple of the window size); it is never dereferenced:
-    // mincore only asks the kernel about its pages, so a concurrent truncation cannot
-    // fault us. `mincore` gets the page-aligned start of that live mapping, its length,
-    // and a vector of one byte per page, as it requires. `munmap` unmaps exactly that
-    // mapping, which nothing else uses, once mincore is done with it.
-    let (rc, err) = unsafe {
-        let addr = mmap(
-            std::ptr::null_mut(),
-            len,
-            ProtFlags::READ,
-            MapFlags::SHARED,
-            file,
-            off,
-        )
-        .map_err(std::io::Error::from)
-        .with_context(|| format!("mmap {}", path.display()))?;
-        let rc = libc::mincore(addr, len, vec.as_mut_ptr());
-        let err = std::io::Error::last_os_error();
-        let _ = munmap(addr, len);
-        (rc, err)
-    };
-    if rc != 0 {
-        return Err(err).with_context(|| format!("mincore {}", path.display()));
-    }
-    Ok(())
+    hash_core::mapped::resident(file, off, len, vec)
+        .with_context(|| format!("mincore {}", path.display()))
 }
 
 fn fadvise_dontneed(file: &File, path: &Path) -> Result<()> {

@@ -26,11 +26,10 @@
 //! `cgroup.controllers` offers `memory`. The group is found from `/proc/self/cgroup`
 //! and `/proc/self/mountinfo`, parsed by pure functions tested on sample texts.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -63,8 +62,6 @@ pub struct MemoryCgroup {
     home: PathBuf,
     version: Version,
     limit: u64,
-    /// `<path>/cgroup.procs`, ready for the `pre_exec` hook, which must not allocate.
-    procs: CString,
 }
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -93,13 +90,11 @@ impl MemoryCgroup {
     }
 
     fn create_in(parent: &Path, h: Hierarchy, limit: u64) -> Result<MemoryCgroup> {
-        let (path, procs) = loop {
+        let path = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = parent.join(format!("hashrace-{}-{n}", std::process::id()));
-            let procs = CString::new(dir.join("cgroup.procs").into_os_string().into_vec())
-                .context("cgroup path contains a NUL byte")?;
             match fs::create_dir(&dir) {
-                Ok(()) => break (dir, procs),
+                Ok(()) => break dir,
                 // Left behind by an earlier process that had our pid: take the next name.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
@@ -123,7 +118,6 @@ impl MemoryCgroup {
             home: h.group,
             version: h.version,
             limit,
-            procs,
         };
         let knob = group.path.join(group.limit_file());
         write_file(&knob, &limit.to_string())?;
@@ -160,29 +154,17 @@ impl MemoryCgroup {
         }
     }
 
-    /// Make `cmd` start inside the group: its child moves itself in between fork and
-    /// exec, so nothing the command does is charged elsewhere. If the move fails, the
-    /// spawn fails with that error rather than running the command unconfined.
-    pub fn attach(&self, cmd: &mut Command) {
-        let procs = self.procs.clone();
-        // SAFETY: the hook runs in the forked child before exec, where only
-        // async-signal-safe calls are allowed. It makes three system calls (open, write,
-        // close when the descriptor drops) through rustix, takes no lock and allocates
-        // nothing: the path was built in the parent, and an `Errno` becomes an
-        // `io::Error` as a bare OS error code. Writing "0" moves the writing process,
-        // so the child needs no formatting of its pid.
-        unsafe {
-            cmd.pre_exec(move || {
-                use rustix::fs::{Mode, OFlags};
-                let fd = rustix::fs::open(
-                    procs.as_c_str(),
-                    OFlags::WRONLY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )?;
-                rustix::io::write(&fd, b"0\n")?;
-                Ok(())
-            });
-        }
+    /// A command that runs `program` inside the group: `hash-bench in-cgroup`
+    /// ([`exec_in`]) moves itself in, then becomes `program`, so nothing the
+    /// command does is charged elsewhere, and if the move fails `program` never
+    /// runs unconfined.
+    pub fn command(&self, hash_bench: &Path, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(hash_bench);
+        cmd.arg("in-cgroup")
+            .arg(self.path.join("cgroup.procs"))
+            .arg("--")
+            .arg(program);
+        cmd
     }
 
     /// Bytes charged to the group now (`memory.current`; v1's `memory.usage_in_bytes`
@@ -425,6 +407,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     u64::try_from((int << shift) + frac_bytes).map_err(|_| bad("too large"))
 }
 
+/// `hash-bench in-cgroup PROCS -- PROGRAM ARGS...`: move this process into the
+/// group whose `cgroup.procs` file is `procs`, then replace it with `program`
+/// (exec, so no process of ours waits beside it). Returns only on failure.
+pub fn exec_in(procs: &Path, program: &OsStr, args: &[OsString]) -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    if let Err(e) = fs::write(procs, "0\n") {
+        return anyhow::Error::new(e).context(format!("moving into {}", procs.display()));
+    }
+    let e = Command::new(program).args(args).exec();
+    anyhow::Error::new(e).context(format!("running {}", program.to_string_lossy()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,7 +566,6 @@ mod tests {
             home: "/nonexistent".into(),
             version: Version::V1,
             limit: 256 * MIB,
-            procs: CString::new("/nonexistent/hashrace-1-0/cgroup.procs").unwrap(),
         };
         assert_eq!(
             g.describe(),

@@ -113,19 +113,19 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
     let mut h = Sha256::new();
     match way {
         Way::Map | Way::MapCopy | Way::MapPrefetch | Way::MapFault | Way::MapFaultPrefetch => {
+            // The handler that makes a mapping safe against truncation; this
+            // binary opts in here (installed once).
+            anyhow::ensure!(
+                hash_core::mapped::catch_sigbus(),
+                "the SIGBUS handler could not be installed"
+            );
             let mut at = 0u64;
             while at < size {
                 let len = WINDOW.min((size - at) as usize);
-                // SAFETY: a read-only private mapping of a file this experiment made
-                // and nobody truncates while it runs.
-                let map = unsafe {
-                    let mut o = memmap2::MmapOptions::new();
-                    o.offset(at).len(len);
-                    if !matches!(way, Way::MapFault | Way::MapFaultPrefetch) {
-                        o.populate();
-                    }
-                    o.map_copy_read_only(&file)
-                }?;
+                let populate = !matches!(way, Way::MapFault | Way::MapFaultPrefetch);
+                let window = hash_core::mapped::Window::map(&file, at, len, populate)
+                    .with_context(|| format!("{}: could not be mapped", path.display()))?;
+                let map = window.bytes();
                 match way {
                     Way::MapCopy => {
                         for chunk in map.chunks(buf.len()) {
@@ -134,9 +134,9 @@ pub fn hash_file(path: &Path, way: Way, buf: &mut [u8]) -> Result<[u8; 32]> {
                         }
                     }
                     Way::MapPrefetch | Way::MapFaultPrefetch => {
-                        hash_core::mapped::in_pieces(&map, |p| h.update(p))
+                        hash_core::mapped::in_pieces(map, |p| h.update(p))
                     }
-                    _ => h.update(&map[..]),
+                    _ => h.update(map),
                 }
                 at += len as u64;
             }

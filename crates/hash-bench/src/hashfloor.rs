@@ -93,9 +93,9 @@ pub fn run(roots: &[PathBuf], work: Work, threads: usize) -> Report {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    // SAFETY: unshare(2) of this thread's descriptor table: the
-                    // descriptors stay open, only no longer shared.
-                    let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
+                    // A descriptor table of this thread's own: the descriptors
+                    // stay open, only no longer shared.
+                    let _ = nix::sched::unshare(nix::sched::CloneFlags::CLONE_FILES);
                     // A private copy of the same credentials, so that each
                     // open's reference on them stays in this core's cache.
                     if let Ok(caps) = rustix::thread::capabilities(None) {

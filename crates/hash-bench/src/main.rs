@@ -67,6 +67,14 @@ enum Cmd {
         /// Seconds since 1970 (`date +%s`).
         start: u64,
     },
+    /// Run a command inside a memory cgroup, given its `cgroup.procs` file (how a
+    /// sweep confines a run without code between fork and exec).
+    #[command(hide = true)]
+    InCgroup {
+        procs: PathBuf,
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Hold N MiB of touched memory until stdin closes (for the peak-RSS tests).
     #[command(hide = true)]
     HoldMemory {
@@ -940,6 +948,11 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::EtaCheck(a) => eta_check(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
+        Cmd::InCgroup { procs, command } => Err(hash_bench::cgroup::exec_in(
+            &procs,
+            &command[0],
+            &command[1..],
+        )),
         Cmd::Since { start } => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

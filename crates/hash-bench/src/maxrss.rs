@@ -187,18 +187,11 @@ pub fn measure(argv: &[OsString], cwd: Option<&Path>, before: &str) -> Result<Rs
         std::thread::sleep(SAMPLE_PERIOD);
     };
     let wall_s = start.elapsed().as_secs_f64();
-    // SAFETY: an all-zero rusage is a valid one (plain integers), and getrusage with a
-    // valid `who` (RUSAGE_CHILDREN) only writes into the struct we pass. (rustix has no
-    // getrusage.)
-    let (rc, ru) = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        (libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru), ru)
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error()).context("getrusage");
-    }
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_err(std::io::Error::from)
+        .context("getrusage")?;
     // Linux reports ru_maxrss in KiB.
-    let max_rss_kib = ru.ru_maxrss.max(0) as u64;
+    let max_rss_kib = ru.max_rss().max(0) as u64;
     Ok(RssSample {
         max_rss_kib,
         tree_sum_kib: Some(sampler.sum_kib().max(max_rss_kib)),

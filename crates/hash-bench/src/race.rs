@@ -179,10 +179,10 @@ fn rss_run(
     b: &PlanEntry,
     cgroup: Option<&MemoryCgroup>,
 ) -> Result<()> {
-    let mut rss_run = Command::new(hash_bench);
-    if let Some(g) = cgroup {
-        g.attach(&mut rss_run);
-    }
+    let mut rss_run = match cgroup {
+        Some(g) => g.command(hash_bench, hash_bench),
+        None => Command::new(hash_bench),
+    };
     let status = rss_run
         .arg("maxrss")
         .arg("--work")
@@ -259,10 +259,10 @@ fn race_plan(
         part.push(".part");
         let part = PathBuf::from(part);
         // stdin from /dev/null: hyperfine and the programs must not read the terminal.
-        let mut timed = Command::new(hyperfine);
-        if let Some(g) = cgroup {
-            g.attach(&mut timed);
-        }
+        let mut timed = match cgroup {
+            Some(g) => g.command(hash_bench, hyperfine),
+            None => Command::new(hyperfine),
+        };
         let ticks = crate::machine::CpuTicks::now();
         let status = timed
             .current_dir(root)

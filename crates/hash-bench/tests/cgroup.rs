@@ -1,4 +1,4 @@
-//! A real memory cgroup: a child attached to it is inside it, the page cache its reads
+//! A real memory cgroup: a command started through it (`hash-bench in-cgroup`) is inside it, the page cache its reads
 //! make is charged to it and capped by its limit, and dropping it removes it. Where no
 //! cgroup can be made (not root, no memory controller, read-only), each test says why it
 //! skips and passes.
@@ -27,6 +27,11 @@ fn group(limit: u64) -> Option<MemoryCgroup> {
     }
 }
 
+/// `hash-bench in-cgroup` is what moves a command into a group.
+fn hash_bench() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_hash-bench"))
+}
+
 fn write_file(path: &Path, mib: u64) {
     let mut f = std::fs::File::create(path).unwrap();
     let chunk: Vec<u8> = (0..MIB).map(|i| (i * 7 % 251) as u8).collect();
@@ -39,12 +44,12 @@ fn write_file(path: &Path, mib: u64) {
 /// `dd` reads with read(2) and writes to /dev/null: every page of the file goes
 /// through the page cache of the process that reads it.
 fn read_with_dd(file: &Path, group: Option<&MemoryCgroup>) {
-    let mut cmd = Command::new("dd");
+    let mut cmd = match group {
+        Some(g) => g.command(hash_bench(), "dd"),
+        None => Command::new("dd"),
+    };
     cmd.arg(format!("if={}", file.display()))
         .args(["of=/dev/null", "bs=1M", "status=none"]);
-    if let Some(g) = group {
-        g.attach(&mut cmd);
-    }
     let status = cmd.status().unwrap();
     assert!(status.success(), "dd: {status}");
 }
@@ -52,9 +57,8 @@ fn read_with_dd(file: &Path, group: Option<&MemoryCgroup>) {
 #[test]
 fn cgroup_holds_the_attached_child() {
     let Some(g) = group(64 * MIB) else { return };
-    let mut cmd = Command::new("cat");
+    let mut cmd = g.command(hash_bench(), "cat");
     cmd.arg("/proc/self/cgroup");
-    g.attach(&mut cmd);
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
@@ -152,12 +156,20 @@ fn cgroup_drop_removes_it() {
 fn cgroup_drop_removes_it_while_in_use() {
     let Some(g) = group(64 * MIB) else { return };
     let path = g.path().to_path_buf();
-    let mut cmd = Command::new("sleep");
+    let mut cmd = g.command(hash_bench(), "sleep");
     cmd.arg("60").stdin(Stdio::null());
-    g.attach(&mut cmd);
     let mut child = cmd.spawn().unwrap();
-    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap();
-    assert_eq!(procs.trim(), child.id().to_string());
+    // The child moves itself in after spawn returns: wait (bounded) until it has.
+    let pid = child.id().to_string();
+    let mut procs = String::new();
+    for _ in 0..1000 {
+        procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap();
+        if procs.trim() == pid {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(procs.trim(), pid);
     drop(g);
     let gone = !path.exists();
     child.kill().unwrap();

@@ -665,14 +665,14 @@ pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
 /// whose descriptors never come back still ends.
 const DESCRIPTORS_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Debug builds only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
+/// With the `test-hooks` feature only: with `HASHRACE_TEST_STAMP_DELAY_MS` set, wait that
 /// long between a file's open (and first stamp) and its first byte, so
 /// that a test can change it while it is being read, however fast it reads;
 /// with `HASHRACE_TEST_STAMPED_DIR` too, first say so there (an empty file
 /// named `stamped-SIZE`), so that the test waits on an event, not a clock,
 /// and go on as soon as the test removes that file again.
 fn stamp_delay_hook(size: u64) {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     {
         static DELAY: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
         let delay = DELAY.get_or_init(|| {
@@ -695,7 +695,7 @@ fn stamp_delay_hook(size: u64) {
             }
         }
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     let _ = size;
 }
 
@@ -1212,13 +1212,8 @@ fn cached(opened: &Opened) -> bool {
 /// million files those preemptions, in the rare reads `RWF_NOWAIT` refuses
 /// (0.2 % here), grew the pool to its limit of 128 threads.
 fn sleeps() -> i64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given, which is zeroed (a
-    // valid rusage) even if it fails.
-    unsafe {
-        libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr());
-        usage.assume_init().ru_nvcsw
-    }
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_THREAD).map_or(0, |u| u.voluntary_context_switches())
 }
 
 /// Read and hash `opened` from where `run` stands to a read of 0 (see
@@ -1411,24 +1406,9 @@ mod tests {
     /// file and no probe (6 of 12 runs on a 2-vCPU guest while two more cold-file
     /// tests ran beside it; none of 12 without them).
     fn first_page_resident(file: &File) -> bool {
-        use rustix::mm::{mmap, munmap, MapFlags, ProtFlags};
-        let mut vec = [0u8; 1];
-        // SAFETY: a fresh one-page read-only mapping of a file we hold open, never
-        // dereferenced: `mincore` only asks about its page, and `munmap` removes it.
-        unsafe {
-            let addr = mmap(
-                std::ptr::null_mut(),
-                4096,
-                ProtFlags::READ,
-                MapFlags::SHARED,
-                file,
-                0,
-            )
-            .unwrap();
-            assert_eq!(libc::mincore(addr, 4096, vec.as_mut_ptr()), 0);
-            munmap(addr, 4096).unwrap();
-        }
-        vec[0] & 1 == 1
+        let mut page = [0u8; 1];
+        crate::mapped::resident(file, 0, 1, &mut page).unwrap();
+        page[0] & 1 == 1
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //! every file it holds unanswered, until the test drains the pipe. A worker
 //! held there is deterministically "mid-run" for as long as the test needs.
 //!
-//! The hooks are compiled into debug builds only; under `cargo test --release`
-//! the tests that need them say so and return.
+//! The hooks exist only with hash-core's `test-hooks` feature, which the
+//! shared test environment turns on, so every test build has them.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,14 +29,6 @@ use std::sync::mpsc;
 use testenv::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hash-procs");
-
-/// Whether the workers' test hooks exist in this build (see the module doc).
-fn hooks_compiled() -> bool {
-    if !cfg!(debug_assertions) {
-        eprintln!("skipped: the worker test hooks are compiled out of release builds");
-    }
-    cfg!(debug_assertions)
-}
 
 fn tree(files: usize) -> Tree {
     let t = Tree::new();
@@ -229,22 +221,18 @@ fn worker_signalled_loses_nothing(signal: rustix::process::Signal, said: &str) {
 
 #[test]
 fn a_killed_worker_loses_nothing() {
-    if hooks_compiled() {
-        worker_signalled_loses_nothing(
-            rustix::process::Signal::KILL,
-            "was killed by signal 9 (SIGKILL)",
-        );
-    }
+    worker_signalled_loses_nothing(
+        rustix::process::Signal::KILL,
+        "was killed by signal 9 (SIGKILL)",
+    );
 }
 
 #[test]
 fn a_stopped_worker_is_ended_and_its_files_hashed_by_another() {
-    if hooks_compiled() {
-        worker_signalled_loses_nothing(
-            rustix::process::Signal::STOP,
-            "was stopped for 5 s while it held files, so it was ended",
-        );
-    }
+    worker_signalled_loses_nothing(
+        rustix::process::Signal::STOP,
+        "was stopped for 5 s while it held files, so it was ended",
+    );
 }
 
 /// Also with workers that read several files at once, on threads of their
@@ -255,9 +243,6 @@ fn a_stopped_worker_is_ended_and_its_files_hashed_by_another() {
 /// for it.
 #[test]
 fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
-    if !hooks_compiled() {
-        return;
-    }
     let t = tree(10);
     let poison = t.file(b"poison", b"boom");
     let expected = reference("-H", &[t.root()]);
@@ -307,9 +292,6 @@ fn a_file_that_kills_every_worker_is_reported_and_the_rest_hashed() {
 /// answered once and printed in order, and `--stats` counts the readers.
 #[test]
 fn readers_added_while_files_wait_hash_every_file_once() {
-    if !hooks_compiled() {
-        return;
-    }
     // Empty files too: an answer left unsent by one reader while another
     // read the last file queued was sent only by the progress reporter,
     // which says nothing (so sends nothing) when no byte was hashed; the
@@ -354,9 +336,6 @@ fn readers_answer_every_file_once(root: &Path) {
 
 #[test]
 fn workers_started_during_the_walk_that_the_run_does_not_need_are_ended() {
-    if !hooks_compiled() {
-        return;
-    }
     // `-j 3` starts a worker per CPU (up to three) while the walk runs,
     // before the run knows it has one file; by the time a worker holds that
     // file, the others must be gone (killed and reaped: a zombie would still
@@ -375,9 +354,6 @@ fn workers_started_during_the_walk_that_the_run_does_not_need_are_ended() {
 
 #[test]
 fn killing_the_parent_leaves_no_orphan_workers() {
-    if !hooks_compiled() {
-        return;
-    }
     let t = tree(20);
     // A worker that outlived the parent would stay blocked at the gate, which
     // is only released when this test ends: only the parent-death signal can
@@ -393,9 +369,6 @@ fn killing_the_parent_leaves_no_orphan_workers() {
 
 #[test]
 fn a_vanishing_file_is_reported_and_the_run_goes_on() {
-    if !hooks_compiled() {
-        return;
-    }
     let t = tree(6);
     let doomed = t.path(b"f000");
     // Once the worker is held the walk is over and nothing has been opened:
@@ -422,9 +395,6 @@ fn a_vanishing_file_is_reported_and_the_run_goes_on() {
 /// as long to show it. The decision is shared code, so one binary covers all four.
 #[test]
 fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
-    if !hooks_compiled() {
-        return;
-    }
     let t = tree(6);
     let mut default_gate = Gate::new();
     let (default, _) = start_held(t.root(), &default_gate, 1, &[]);
@@ -463,9 +433,6 @@ fn forced_progress_draws_on_a_pipe_and_the_default_does_not() {
 
 #[test]
 fn only_the_file_being_hashed_is_blamed_when_a_batch_dies() {
-    if !hooks_compiled() {
-        return;
-    }
     // Equal small files go to one worker in one batch; the poison sits in the
     // middle, after files the worker has already answered.
     let t = Tree::new();

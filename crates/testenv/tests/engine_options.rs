@@ -355,10 +355,6 @@ fn read_order_disk_reads_in_the_disks_order_and_prints_in_name_order() {
 /// temporary directory's disk does not say it spins.
 #[test]
 fn hash_async_on_a_disk_that_seeks_caps_its_rings() {
-    if !cfg!(debug_assertions) {
-        eprintln!("skipped: the seek hook is in debug builds only");
-        return;
-    }
     if !io_uring_works() {
         eprintln!("skipped: io_uring is not usable here");
         return;

@@ -53,9 +53,7 @@ use crate::hasher::Reading;
 /// own table is full, which the walk's budget (half the limit) leaves room
 /// against.
 pub(super) fn own_descriptor_table() {
-    // SAFETY: a plain system call on the calling thread; why no descriptor
-    // is ever used in a table that lacks it is in the doc above.
-    let _ = unsafe { libc::unshare(libc::CLONE_FILES) };
+    let _ = nix::sched::unshare(nix::sched::CloneFlags::CLONE_FILES);
 }
 
 /// Give the calling thread credentials of its own, equal to the ones it
@@ -274,15 +272,15 @@ pub(super) fn guard(tx: mpsc::Sender<Batch>, body: impl FnOnce(&mpsc::Sender<Bat
     }
 }
 
-/// Test hook (read in debug builds only, like the worker hooks of `procs`): a
+/// Test hook (`test-hooks` feature only, like the worker hooks of `procs`): a
 /// hashing thread panics when it takes a file whose path ends with the value
 /// of this variable, as a bug would.
-#[cfg(debug_assertions)]
+#[cfg(any(test, feature = "test-hooks"))]
 pub(super) const HOOK_PANIC: &str = "HASHRACE_TEST_THREAD_PANIC";
 
-/// Panic if [`HOOK_PANIC`] names `job` (debug builds only).
+/// Panic if [`HOOK_PANIC`] names `job` (`test-hooks` feature only).
 pub(super) fn test_hook(job: &Job) {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     {
         use std::ffi::OsString;
         use std::os::unix::ffi::OsStrExt;
@@ -296,7 +294,7 @@ pub(super) fn test_hook(job: &Job) {
             }
         }
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     let _ = job;
 }
 

@@ -73,7 +73,7 @@ const FDS_KEPT: usize = 8;
 /// Results a ring thread collects before waking the writer.
 const BATCH: usize = 256;
 
-/// Test hook (debug builds only): every timed read counts as having waited
+/// Test hook (`test-hooks` feature only): every timed read counts as having waited
 /// this many milliseconds for each read served meanwhile, as on a disk that
 /// seeks, so that tests can drive the seek test, and the cap it starts, on
 /// any disk that says it spins. It gives the seek test exactly this wait,
@@ -82,7 +82,7 @@ pub const HOOK_SEEK_MS: &str = "HASHRACE_TEST_SEEK_MS";
 
 /// [`HOOK_SEEK_MS`]'s wait, if set.
 fn test_seek() -> Option<Duration> {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     {
         use std::sync::OnceLock;
         static WAIT: OnceLock<Option<Duration>> = OnceLock::new();
@@ -91,15 +91,15 @@ fn test_seek() -> Option<Duration> {
             Some(Duration::from_millis(ms))
         })
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     None
 }
 
 /// Whether io_uring can run the opcodes this module needs; `Err` says why not.
 pub fn available() -> Result<(), String> {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     if std::env::var_os("HASHRACE_TEST_NO_URING").is_some() {
-        // Test hook (debug builds only): behave as a kernel without io_uring.
+        // Test hook (`test-hooks` feature only): behave as a kernel without io_uring.
         return Err("disabled for a test (HASHRACE_TEST_NO_URING)".into());
     }
     let ring = IoUring::new(4).map_err(|e| format!("io_uring_setup: {e}"))?;
@@ -258,22 +258,13 @@ impl Slot {
     }
 }
 
-/// A zeroed [`BLOCK`]-byte buffer, or `None` when the allocator has none.
-/// (`vec![0; BLOCK]` would abort the process instead.) Zeroed, not written:
-/// the allocator hands out fresh pages already zero, so a ring's 8 MiB of
-/// buffers cost nothing until reads fill them.
+/// A zeroed [`BLOCK`]-byte buffer, or `None` when a `ulimit -v` leaves no
+/// room for it (a failed allocation would abort the process). Zeroed, not
+/// written: the allocator hands out fresh pages already zero, so a ring's
+/// 8 MiB of buffers cost nothing until reads fill them.
 fn zeroed_block() -> Option<Box<[u8]>> {
-    if !crate::room::leaves_room(BLOCK) {
-        return None;
-    }
-    let layout = std::alloc::Layout::new::<[u8; BLOCK]>();
-    // SAFETY: the layout's size is not zero; a non-null pointer is a fresh,
-    // zeroed allocation of exactly `BLOCK` bytes with that layout, which the
-    // box then owns and frees with the same layout.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout);
-        (!ptr.is_null()).then(|| Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, BLOCK)))
-    }
+    // `vec![0; n]` asks the allocator for zeroed memory (no write of its own).
+    crate::room::leaves_room(BLOCK).then(|| vec![0u8; BLOCK].into_boxed_slice())
 }
 
 /// `n` slots, or where memory runs out first, half of those that fitted

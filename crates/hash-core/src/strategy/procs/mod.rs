@@ -212,7 +212,7 @@ impl Runner for Procs {
 }
 
 /// The CPUs each of `workers` workers may count as its own (see
-/// [`WORKER_CORES_ENV`]).
+/// [`pool::Started::cores_each`]).
 fn cores_each(workers: usize) -> usize {
     (super::default_workers() / workers.max(1)).max(1)
 }
@@ -230,39 +230,6 @@ fn readers_each(workers: usize) -> usize {
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.
 pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
-
-/// The run's `--data-path` in a worker's environment: the workers read by the
-/// parent's policy (each measures for itself under `auto`).
-const WORKER_DATA_PATH_ENV: &str = "HASHRACE_PROCS_WORKER_DATA_PATH";
-
-/// `1` in a worker's environment when it reads into a small buffer (see
-/// [`crate::hasher::Buffer`]), as the extra readers of `hash-threads` do: on
-/// a network file system the round trips, not the copy, are its limit, and
-/// the 2 MiB huge-page buffer was a third of a worker's resident memory.
-const WORKER_SMALL_BUFFER_ENV: &str = "HASHRACE_PROCS_WORKER_SMALL_BUFFER";
-
-/// `1` in a worker's environment when the run asks for each file's stamps
-/// ([`crate::hasher::ReadPolicy::stamps`]: the cache records them).
-const WORKER_STAMPS_ENV: &str = "HASHRACE_PROCS_WORKER_STAMPS";
-
-/// In a worker's environment: the most files it reads at once, each on a
-/// thread of its own (a network file system's worker, or one under
-/// `--max-in-flight`: the parent holds it to its share of the depth
-/// policy's files in flight). `1`, or absent: a local disk's worker, one
-/// file at a time until its reads wait (see [`WORKER_READERS_ENV`]).
-const WORKER_FILES_ENV: &str = "HASHRACE_PROCS_WORKER_FILES";
-
-/// In a local disk's worker's environment: the most readers it may run, itself
-/// included, adding one while its files wait for the disk (see
-/// [`readers_each`]).
-const WORKER_READERS_ENV: &str = "HASHRACE_PROCS_WORKER_READERS";
-
-/// The CPUs a worker may count as its own: the machine's, shared out among
-/// the workers. A worker starts a helper thread for a large file (reading or
-/// mapping ahead) only when its share leaves a core free, as the threads of
-/// one process do; without the share, two workers on two CPUs would each
-/// start one and four threads would take turns on two cores.
-const WORKER_CORES_ENV: &str = "HASHRACE_PROCS_WORKER_CORES";
 
 /// Files a worker holds per reader it runs when there is work: one being
 /// read, one queued, so no reader waits for the parent between two files.
@@ -298,6 +265,13 @@ const RETURN_MIN: u64 = BATCH_BYTES / 4;
 /// Workers answer files at least this large at once, smaller ones per batch.
 const ANSWER_AT_ONCE: u64 = 64 * 1024;
 
+/// Whether [`WORKER_ENV`] names this process's parent (0 when the parent is
+/// outside our pid namespace: no match then).
+fn parent_is_named() -> bool {
+    let ppid = rustix::process::Pid::as_raw(rustix::process::getppid());
+    std::env::var_os(WORKER_ENV).is_some_and(|p| p.to_str() == Some(&ppid.to_string()))
+}
+
 /// Whether this process is a worker: [`WORKER_ENV`] names our parent, and the
 /// parent runs the very same executable as we do (same inode behind
 /// `/proc/PID/exe`). An environment variable left over in a shell, or a
@@ -305,14 +279,10 @@ const ANSWER_AT_ONCE: u64 = 64 * 1024;
 /// ordinary run.
 pub fn is_worker() -> bool {
     use std::os::unix::fs::MetadataExt;
-    let Some(parent) = std::env::var_os(WORKER_ENV) else {
-        return false;
-    };
-    // (0 when the parent is outside our pid namespace: no match then.)
-    let ppid = rustix::process::Pid::as_raw(rustix::process::getppid());
-    if parent.to_str() != Some(&ppid.to_string()) {
+    if !parent_is_named() {
         return false;
     }
+    let ppid = rustix::process::Pid::as_raw(rustix::process::getppid());
     let inode = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
     match (inode("/proc/self/exe"), inode(&format!("/proc/{ppid}/exe"))) {
         (Ok(me), Ok(parent)) => me == parent,

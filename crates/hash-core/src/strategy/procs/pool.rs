@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::ops::ControlFlow;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 
@@ -25,11 +25,7 @@ use rustix::event::{PollFd, PollFlags};
 
 use super::wire::STREAMED_ID;
 use super::wire::{read_message, write_request, Message};
-use super::{
-    ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_CORES_ENV,
-    WORKER_DATA_PATH_ENV, WORKER_ENV, WORKER_FILES_ENV, WORKER_READERS_ENV,
-    WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
-};
+use super::{ANSWER_AT_ONCE, BATCH_BYTES, DEPTH, MAX_ATTEMPTS, MAX_BATCH, WORKER_ENV};
 use crate::error::ErrorKind;
 use crate::hasher::Reading;
 use crate::inflight::{Policy, Shared};
@@ -702,21 +698,36 @@ fn policy_share(target: usize, live: usize, files_each: usize) -> usize {
     target.div_ceil(live.max(1)).min(files_each).max(1)
 }
 
-/// How a worker was started: what its environment tells it.
+/// How a worker was started: the first message on its input
+/// ([`super::wire::write_started`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Started {
-    /// The run's `--data-path`.
+    /// The run's `--data-path`: the workers read by the parent's policy
+    /// (each measures for itself under `auto`).
     pub(super) data_path: crate::datapath::DataPath,
-    /// CPUs it may count as its own (see [`WORKER_CORES_ENV`]).
+    /// The CPUs a worker may count as its own: the machine's, shared out
+    /// among the workers. A worker starts a helper thread for a large file
+    /// (reading or mapping ahead) only when its share leaves a core free, as
+    /// the threads of one process do; without the share, two workers on two
+    /// CPUs would each start one and four threads would take turns on two
+    /// cores.
     pub(super) cores_each: usize,
-    /// Whether it reads into a small buffer (see [`WORKER_SMALL_BUFFER_ENV`]).
+    /// Whether it reads into a small buffer (see [`crate::hasher::Buffer`]),
+    /// as the extra readers of `hash-threads` do: on a network file system
+    /// the round trips, not the copy, are its limit, and the 2 MiB huge-page
+    /// buffer was a third of a worker's resident memory.
     pub(super) small_buffers: bool,
-    /// Whether it sends each file's stamps (see [`WORKER_STAMPS_ENV`]).
+    /// Whether it sends each file's stamps
+    /// ([`crate::hasher::ReadPolicy::stamps`]: the cache records them).
     pub(super) stamps: bool,
-    /// The most files it reads at once (see [`WORKER_FILES_ENV`]).
+    /// The most files it reads at once, each on a thread of its own (a
+    /// network file system's worker, or one under `--max-in-flight`: the
+    /// parent holds it to its share of the depth policy's files in flight).
+    /// `1`: a local disk's worker, one file at a time until its reads wait.
     pub(super) files_each: usize,
-    /// The most readers it may add while files wait for the disk, itself
-    /// included (see [`WORKER_READERS_ENV`]).
+    /// A local disk's worker: the most readers it may run, itself included,
+    /// adding one while its files wait for the disk (see
+    /// [`super::readers_each`]).
     pub(super) readers_each: usize,
 }
 
@@ -761,46 +772,24 @@ pub(super) fn own_exe() -> std::io::Result<PathBuf> {
         .map_or_else(std::env::current_exe, Ok)
 }
 
-/// Start a worker process of `exe`, with pipes for its input and output.
+/// Start a worker process of `exe`, with pipes for its input and output, and
+/// send it how it was started as its first message.
 pub(super) fn start(exe: &std::path::Path, how: Started) -> std::io::Result<Child> {
-    let parent = std::process::id();
-    let mut cmd = Command::new(exe);
-    cmd.env(WORKER_ENV, parent.to_string())
-        .env(WORKER_DATA_PATH_ENV, how.data_path.name())
-        .env(WORKER_CORES_ENV, how.cores_each.to_string())
-        .env(
-            WORKER_SMALL_BUFFER_ENV,
-            u8::from(how.small_buffers).to_string(),
-        )
-        .env(WORKER_STAMPS_ENV, u8::from(how.stamps).to_string())
-        .env(WORKER_FILES_ENV, how.files_each.to_string())
-        .env(WORKER_READERS_ENV, how.readers_each.to_string())
+    let mut child = Command::new(exe)
+        .env(WORKER_ENV, std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    // SAFETY: between fork and exec only async-signal-safe calls are made
-    // (the prctl, getppid and _exit system calls), and no memory is
-    // allocated or locked.
-    unsafe {
-        cmd.pre_exec(move || {
-            use rustix::process::{getppid, set_parent_process_death_signal, Pid, Signal};
-            // If the request fails, or the parent died before it took
-            // effect (a signal during start-up), the child ends here,
-            // before exec, with `_exit`: returning an error would have
-            // std report it to a parent that may be gone, and abort
-            // (and dump core) when that write fails.
-            let doomed = set_parent_process_death_signal(Some(Signal::KILL)).is_err()
-                || Pid::as_raw(getppid()) as u32 != parent;
-            if doomed {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    // A few dozen bytes into an empty pipe: never blocks.
+    let sent = super::wire::write_started(child.stdin.as_mut().expect("piped"), &how);
+    if let Err(e) = sent {
+        end(&mut child);
+        return Err(e);
     }
-    cmd.spawn()
+    Ok(child)
 }
 
-/// Kill a worker that holds no work, and reap it.
 fn end(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();

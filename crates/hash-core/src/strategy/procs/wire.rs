@@ -7,6 +7,10 @@
 //! clean end between two messages is the end of input. Kept apart from the
 //! processes so the format can be read, and tested, on its own.
 //!
+//! The first message a worker reads is how it was started ([`Started`]: its
+//! data path, buffers, share of the cores and of the files in flight), so a
+//! worker's settings come only from its parent, never from an environment.
+//!
 //! A worker also says, a few times a second, how many more bytes it has fed
 //! to SHA-256 ([`write_streamed`]): the parent's progress line then moves
 //! through a large file as it does with threads, instead of jumping when the
@@ -21,6 +25,46 @@ use crate::error::ErrorKind;
 use crate::hasher::FileDigest;
 use crate::stamp::{Held, Stamp};
 use crate::strategy::{Job, Outcome};
+
+use super::pool::Started;
+
+/// The first message on a worker's input: how it was started.
+pub(super) fn write_started(w: &mut impl Write, how: &Started) -> io::Result<()> {
+    let name = how.data_path.name().as_bytes();
+    let mut m = Vec::with_capacity(32);
+    m.push(name.len() as u8);
+    m.extend_from_slice(name);
+    m.extend_from_slice(&(how.cores_each as u64).to_le_bytes());
+    m.push(u8::from(how.small_buffers));
+    m.push(u8::from(how.stamps));
+    m.extend_from_slice(&(how.files_each as u64).to_le_bytes());
+    m.extend_from_slice(&(how.readers_each as u64).to_le_bytes());
+    w.write_all(&m)
+}
+
+/// The settings [`write_started`] wrote; an unknown data path or a short
+/// message is an error.
+pub(super) fn read_started(r: &mut impl Read) -> io::Result<Started> {
+    let mut len = [0u8; 1];
+    r.read_exact(&mut len)?;
+    let mut name = vec![0; usize::from(len[0])];
+    r.read_exact(&mut name)?;
+    let data_path = std::str::from_utf8(&name)
+        .ok()
+        .and_then(crate::datapath::DataPath::named)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unknown data path"))?;
+    let mut rest = [0u8; 8 + 1 + 1 + 8 + 8];
+    r.read_exact(&mut rest)?;
+    let number = |at: usize| u64::from_le_bytes(rest[at..at + 8].try_into().unwrap()) as usize;
+    Ok(Started {
+        data_path,
+        cores_each: number(0),
+        small_buffers: rest[8] == 1,
+        stamps: rest[9] == 1,
+        files_each: number(10),
+        readers_each: number(18),
+    })
+}
 
 /// A request: hash this path.
 #[derive(Debug, PartialEq, Eq)]
@@ -259,6 +303,41 @@ pub(super) fn read_message(r: &mut impl Read) -> io::Result<Option<Message>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workers_settings_arrive_as_they_were_sent() {
+        use crate::datapath::DataPath;
+        for data_path in [
+            DataPath::Auto,
+            DataPath::Map,
+            DataPath::MapFault,
+            DataPath::Read,
+        ] {
+            let how = Started {
+                data_path,
+                cores_each: 3,
+                small_buffers: data_path == DataPath::Map,
+                stamps: data_path != DataPath::Map,
+                files_each: 70_000,
+                readers_each: 1 << 33,
+            };
+            let mut wire = Vec::new();
+            write_started(&mut wire, &how).unwrap();
+            // A request may follow at once: the settings end where they should.
+            write_request(&mut wire, 9, &Job::new(PathBuf::from("a"), 0, false), false).unwrap();
+            let mut r = &wire[..];
+            assert_eq!(read_started(&mut r).unwrap(), how);
+            assert_eq!(read_request(&mut r).unwrap().unwrap().id, 9);
+            for cut in 0..1 + data_path.name().len() + 26 {
+                assert!(read_started(&mut &wire[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+        let mut bad = Vec::new();
+        bad.push(4);
+        bad.extend_from_slice(b"fast");
+        bad.extend_from_slice(&[0; 26]);
+        assert!(read_started(&mut &bad[..]).is_err());
+    }
 
     /// The next message, which must be an answer.
     fn read_response(r: &mut impl Read) -> io::Result<Option<(u32, Outcome)>> {

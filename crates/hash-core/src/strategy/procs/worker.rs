@@ -21,34 +21,32 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+use super::pool::Started;
 use super::wire::{
-    read_request, write_response, write_returned, write_streamed, write_waited, Request,
+    read_request, read_started, write_response, write_returned, write_streamed, write_waited,
+    Request,
 };
-use super::{
-    ANSWER_AT_ONCE, BATCH_BYTES, MAX_BATCH, RETURN_MIN, WORKER_CORES_ENV, WORKER_DATA_PATH_ENV,
-    WORKER_FILES_ENV, WORKER_READERS_ENV, WORKER_SMALL_BUFFER_ENV, WORKER_STAMPS_ENV,
-};
-use crate::datapath::DataPath;
+use super::{ANSWER_AT_ONCE, BATCH_BYTES, MAX_BATCH, RETURN_MIN};
 use crate::hasher::{self, new_buffer, ReadPolicy, Reading};
 use crate::strategy::{DirFd, Job, Outcome};
 
-/// Test hooks (read by workers only, compiled into debug builds only, which
-/// is what `cargo test` runs; documented in the tests that use them):
+/// Test hooks (read by workers only, compiled in only with the `test-hooks`
+/// feature, which every test build has; documented in the tests that use them):
 /// abort when asked to hash a path ending with this value...
-#[cfg(debug_assertions)]
+#[cfg(any(test, feature = "test-hooks"))]
 const HOOK_ABORT: &str = "HASHRACE_TEST_WORKER_ABORT";
 /// ...and write its pid to this FIFO once it holds work (tests wait on it);
-#[cfg(debug_assertions)]
+#[cfg(any(test, feature = "test-hooks"))]
 const HOOK_READY: &str = "HASHRACE_TEST_WORKER_READY";
 /// a worker panics when asked to hash a path ending with this value, on
 /// whichever thread reads it (a reader of [`serve_many`], one a local disk's
 /// worker added, or its main thread);
-#[cfg(debug_assertions)]
+#[cfg(any(test, feature = "test-hooks"))]
 const HOOK_PANIC: &str = "HASHRACE_TEST_WORKER_PANIC";
 /// and, set to `1`, every file a local disk's worker answers counts as a
 /// read that waited for the disk, so the worker adds readers as on a cold
 /// tree (after each file, where a real wait adds one during the read).
-#[cfg(debug_assertions)]
+#[cfg(any(test, feature = "test-hooks"))]
 const HOOK_WAIT: &str = "HASHRACE_TEST_WORKER_WAIT";
 
 /// Run `f`, one of a worker's readers; a panic ends the worker (`abort`).
@@ -62,19 +60,19 @@ fn abort_on_panic(f: impl FnOnce()) {
 }
 
 /// [`HOOK_PANIC`] as a reader thread read it when it started.
-struct PanicHook(#[cfg(debug_assertions)] Option<std::ffi::OsString>);
+struct PanicHook(#[cfg(any(test, feature = "test-hooks"))] Option<std::ffi::OsString>);
 
 impl PanicHook {
     fn new() -> PanicHook {
         PanicHook(
-            #[cfg(debug_assertions)]
+            #[cfg(any(test, feature = "test-hooks"))]
             std::env::var_os(HOOK_PANIC),
         )
     }
 
     /// Panic if the hook names `req`'s file.
     fn check(&self, req: &Request) {
-        #[cfg(debug_assertions)]
+        #[cfg(any(test, feature = "test-hooks"))]
         if let Some(name) = &self.0 {
             if req.path.as_os_str().as_bytes().ends_with(name.as_bytes()) {
                 panic!("test hook: {}", req.path.display());
@@ -86,19 +84,19 @@ impl PanicHook {
 
 /// Whether [`HOOK_WAIT`] is set.
 fn every_read_waits() -> bool {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     return std::env::var_os(HOOK_WAIT).is_some_and(|v| v == "1");
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     false
 }
 
 /// The worker's main loop: answer requests until stdin closes.
 pub fn worker_main() -> ExitCode {
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     let abort_on = std::env::var_os(HOOK_ABORT);
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(any(test, feature = "test-hooks")))]
     let abort_on: Option<std::ffi::OsString> = None;
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     let ready = std::env::var_os(HOOK_READY);
     // Own the descriptors directly rather than through std's locked handles.
     let (Ok(input), Ok(output)) = (
@@ -107,25 +105,28 @@ pub fn worker_main() -> ExitCode {
     ) else {
         return ExitCode::FAILURE;
     };
-    let input = BufReader::new(File::from(input));
+    // A worker outlives no parent: the kernel kills it when the parent dies.
+    // The request is made here, after exec, rather than between fork and
+    // exec; a parent that died before it took effect is caught by the check
+    // of who the parent now is.
+    let orphaned =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .is_err()
+            || !super::parent_is_named();
+    let mut input = BufReader::new(File::from(input));
+    let Ok(how) = read_started(&mut input) else {
+        return ExitCode::FAILURE;
+    };
+    if orphaned {
+        return ExitCode::FAILURE;
+    }
     let output = Mutex::new(Out::new(File::from(output)));
-    let path = std::env::var(WORKER_DATA_PATH_ENV).ok();
-    let path = path
-        .as_deref()
-        .and_then(DataPath::named)
-        .unwrap_or_default();
-    let stamps = std::env::var_os(WORKER_STAMPS_ENV).is_some_and(|v| v == "1");
     let reading = Reading::new(ReadPolicy {
-        path,
-        stamps,
+        path: how.data_path,
+        stamps: how.stamps,
         ..ReadPolicy::default()
     });
-    if let Some(n) = std::env::var(WORKER_CORES_ENV)
-        .ok()
-        .and_then(|n| n.parse().ok())
-    {
-        reading.set_cores(n);
-    }
+    reading.set_cores(how.cores_each);
     let _hashing = reading.hashing();
     std::thread::scope(|scope| {
         let (stop, stopped) = mpsc::channel::<()>();
@@ -134,18 +135,11 @@ pub fn worker_main() -> ExitCode {
             .spawn_scoped(scope, || report_streamed(&reading, &output, stopped));
         let hooks = Hooks {
             abort_on,
-            #[cfg(debug_assertions)]
+            #[cfg(any(test, feature = "test-hooks"))]
             ready,
         };
-        let number = |name| std::env::var(name).ok().and_then(|n| n.parse().ok());
-        let code = match number(WORKER_FILES_ENV).unwrap_or(1) {
-            0 | 1 => serve(
-                input,
-                &output,
-                &reading,
-                hooks,
-                number(WORKER_READERS_ENV).unwrap_or(1),
-            ),
+        let code = match how.files_each {
+            0 | 1 => serve(input, &output, &reading, hooks, how),
             most => serve_many(input, &output, &reading, hooks, most),
         };
         drop(stop);
@@ -156,7 +150,7 @@ pub fn worker_main() -> ExitCode {
 /// The test hooks a worker was started with (see [`HOOK_ABORT`]).
 struct Hooks {
     abort_on: Option<std::ffi::OsString>,
-    #[cfg(debug_assertions)]
+    #[cfg(any(test, feature = "test-hooks"))]
     ready: Option<std::ffi::OsString>,
 }
 
@@ -164,7 +158,7 @@ impl Hooks {
     /// Run the hooks for a request just read: say once that work is held,
     /// abort on the named path.
     fn on_request(&mut self, req: &Request) {
-        #[cfg(debug_assertions)]
+        #[cfg(any(test, feature = "test-hooks"))]
         if let Some(fifo) = self.ready.take() {
             let pid = format!("{}\n", std::process::id());
             let _ = std::fs::OpenOptions::new()
@@ -418,10 +412,10 @@ fn serve(
     output: &Mutex<Out>,
     reading: &Reading,
     hooks: Hooks,
-    most: usize,
+    how: Started,
 ) -> ExitCode {
-    let small = std::env::var_os(WORKER_SMALL_BUFFER_ENV).is_some_and(|v| v == "1");
-    let mut buf = if small {
+    let most = how.readers_each;
+    let mut buf = if how.small_buffers {
         hasher::Buffer::small()
     } else {
         new_buffer()
