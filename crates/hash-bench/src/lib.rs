@@ -61,6 +61,7 @@ pub mod refs;
 pub mod report;
 pub mod results;
 pub mod spec;
+pub mod sweep;
 pub mod upgrade;
 pub mod util;
 pub mod verify;

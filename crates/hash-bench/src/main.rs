@@ -67,6 +67,10 @@ enum Cmd {
         /// Seconds since 1970 (`date +%s`).
         start: u64,
     },
+    // The benchmark sweep of `scripts/bench.sh`, which builds this binary and hands it
+    // every argument; its help is the script's (`BenchArgs`' about), so no doc here.
+    #[command(hide = true)]
+    Bench(Box<hash_bench::sweep::BenchArgs>),
     /// Run a command inside a memory cgroup, given its `cgroup.procs` file (how a
     /// sweep confines a run without code between fork and exec).
     #[command(hide = true)]
@@ -948,6 +952,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::CacheFloor(a) => cache_floor(a),
         Cmd::EtaCheck(a) => eta_check(a),
         Cmd::HoldMemory { mib } => refs::hold_memory(mib),
+        Cmd::Bench(_) => unreachable!("main runs the sweep"),
         Cmd::InCgroup { procs, command } => Err(hash_bench::cgroup::exec_in(
             &procs,
             &command[0],
@@ -1025,11 +1030,39 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Cmd::Bench(a) = cli.command {
+        return bench(*a);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hash-bench: {e:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `scripts/bench.sh`'s sweep, its errors named as the script's: exit 130 when a
+/// signal stopped it (as a shell's would), 1 when a step or a location failed.
+fn bench(a: hash_bench::sweep::BenchArgs) -> ExitCode {
+    use std::sync::{atomic::AtomicBool, Arc};
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&flag)) {
+            eprintln!("bench.sh: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let stop = hash_bench::sweep::Interrupt(Arc::clone(&flag));
+    match hash_bench::sweep::run(a, stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench.sh: {e:#}");
+            if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                ExitCode::from(130)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
