@@ -6,12 +6,12 @@
 //! so every strategy gets it and no cached file reaches a worker:
 //!
 //! 1. [`Cache::lookup`]: every planned file is paired with its entry
-//!    ([`key`]: by absolute path; [`store`]: SQLite); a file with an entry
+//!    (`key`: by absolute path; [`store`]: SQLite); a file with an entry
 //!    is `stat`ed and judged ([`rule`]: same size, mtime, ctime, inode and
 //!    device, and not racy). Unchanged files go straight to the writer with
 //!    their recorded digest; the rest are the misses.
 //! 2. The engine hashes the misses, and its hashers stamp each file they
-//!    read ([`crate::stamp::Held`]: `fstat` at the open and after the last
+//!    read (`crate::stamp::Held`: `fstat` at the open and after the last
 //!    byte; the read policy asks for it). [`Cache::hashed`] judges the
 //!    stamps: a file whose metadata moved while it was read is reported
 //!    (`PATH: changed while being read`) and not recorded; one whose

@@ -114,7 +114,7 @@ pub fn same(a: &Stamp, b: &Stamp, rules: FsRules) -> bool {
 
 /// Whether a digest of `read` bytes, taken between an `fstat` of the open
 /// file that gave `before` and one after its last byte that gave `after`
-/// ([`crate::stamp::Held`]), is of a file that held still: the same
+/// (`crate::stamp::Held`), is of a file that held still: the same
 /// metadata, and as many bytes as it claimed.
 pub fn held_still(before: &Stamp, after: &Stamp, read: u64, rules: FsRules) -> bool {
     same(before, after, rules) && read == before.size

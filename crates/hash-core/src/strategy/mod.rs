@@ -151,7 +151,7 @@ pub struct Ran {
 }
 
 /// The value every mode runs on: a strategy with its settings, and the read
-/// policy it is given. Built once from the command line ([`crate::cli`]);
+/// policy it is given. Built once from the command line (`crate::cli`);
 /// hashing, check mode, `--files-from` and `--shard` all run this same value,
 /// so no mode can fall back to defaults the user did not ask for.
 #[derive(Debug)]

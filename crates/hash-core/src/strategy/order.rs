@@ -216,7 +216,7 @@ impl<'a> DiskOrder<'a> {
     }
 
     /// The planned files `start..end` were claimed at once, past the sorted
-    /// chunks: look, as [`DiskOrder::next`] does every [`LOOK_EVERY`] files,
+    /// chunks: look, as [`DiskOrder::next`] does every `LOOK_EVERY` files,
     /// whether the disk's order pays now.
     pub fn claimed(&self, start: usize, end: usize) {
         if end / LOOK_EVERY > start / LOOK_EVERY && self.wanted() {

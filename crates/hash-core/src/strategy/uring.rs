@@ -6,20 +6,20 @@
 //! queues `openat` and `read` requests in a ring shared with the kernel and
 //! collects their completions, so one thread can keep dozens of files waiting
 //! for the disk at once. Here each of `workers` threads owns a ring with
-//! [`MAX_READERS`]` / workers` slots (fewer when the open-file limit leaves
-//! fewer descriptors: see [`slots`]); a slot walks one file through
+//! `MAX_READERS`` / workers` slots (fewer when the open-file limit leaves
+//! fewer descriptors: see `slots`); a slot walks one file through
 //! open → `fstat` → reads → close and hashes each block as it completes, so
 //! hashing stays on the cores while the disk works on the other slots' reads.
 //!
 //! How many of the slots hold a file at once is the run's depth policy
-//! ([`crate::inflight`]), shared by all rings ([`Depth`]): on a network file
+//! (`crate::inflight`), shared by all rings (`Depth`): on a network file
 //! system a controller measured from all the slots down, on a disk that says
 //! it spins the cap its seek test drives, where the user fixed one
 //! (`--max-in-flight`) that, and elsewhere every slot. A ring always keeps
 //! one file, so the rings together never keep fewer than there are rings.
 //!
 //! On a network or FUSE file system (the `statfs` hint of
-//! [`crate::inflight`]) every request is queued with `IOSQE_ASYNC`. io_uring
+//! `crate::inflight`) every request is queued with `IOSQE_ASYNC`. io_uring
 //! first tries a request on the submitting thread, expecting it to fail fast
 //! with `EAGAIN` where it would wait; FUSE's open (and NFS's) does not: it
 //! sends the request to the server and sleeps for the answer right there, so a

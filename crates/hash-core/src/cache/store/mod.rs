@@ -1,6 +1,6 @@
 //! The cache on disk: one SQLite database, reached only through this module.
 //!
-//! One table, `segments`: a row holds up to [`SEGMENT`] entries of one
+//! One table, `segments`: a row holds up to `SEGMENT` entries of one
 //! directory, packed in name order, keyed by the directory's absolute path
 //! bytes and its first name (a `WITHOUT ROWID` table: the rows live in the
 //! key's B-tree, so a root's directories are one sequential scan). A row per
@@ -401,7 +401,7 @@ impl Store {
     /// Write the records of `batch` (replacing what their keys held; of two
     /// records of one key, the later) in one transaction. Each directory's new entries
     /// are merged into the segments whose names they fall among, and the
-    /// result is written back in segments of at most [`SEGMENT`] entries:
+    /// result is written back in segments of at most `SEGMENT` entries:
     /// records that arrive in key order (a first run) only append.
     pub fn insert(&mut self, batch: &Batch) -> rusqlite::Result<()> {
         let mut new: Vec<(&[u8], &[u8], &Entry)> = batch

@@ -91,7 +91,7 @@ impl<'p> Unpack<'p> {
     }
 }
 
-/// The entries packed in a segment (see [`pack`]), in name order. Stops at
+/// The entries packed in a segment (see `pack`), in name order. Stops at
 /// the first that does not parse (one that passed its check always does).
 pub fn entries(packed: &[u8]) -> impl Iterator<Item = (&[u8], Entry)> + '_ {
     let mut input = Unpack(packed);

@@ -7,19 +7,19 @@
 //! survives — and answers on stdout with the id and either the digest and
 //! size or the error.
 //!
-//! Scheduling is dynamic: each worker holds [`DEPTH`] files per reader it
+//! Scheduling is dynamic: each worker holds `DEPTH` files per reader it
 //! runs (one being read, one queued so it never waits for the parent) — or, once its last
 //! answer showed a small file (the walk does not `stat`, so sizes are learnt
-//! from answers), a batch of up to [`MAX_BATCH`] — and gets more, in planned
+//! from answers), a batch of up to `MAX_BATCH` — and gets more, in planned
 //! order, as it answers. A large file found in a batch goes back to the
-//! parent unread ([`RETURN_MIN`]) and out again on its own. Workers answer
+//! parent unread (`RETURN_MIN`) and out again on its own. Workers answer
 //! small files in groups of half a batch (by count, or by the bytes the
 //! parent batched them by when it knew their sizes), so the parent refills a worker's
 //! queue before it runs dry, at one pipe round trip per group rather than per
 //! file. While its reads wait for a local disk, a worker adds reader threads
 //! that share the files it holds, up to its share of the threads
-//! strategy's ceiling ([`readers_each`]). On a network file system, and under `--max-in-flight`, the depth
-//! policy of [`crate::inflight`] sets the files in flight instead, as it
+//! strategy's ceiling (`readers_each`). On a network file system, and under `--max-in-flight`, the depth
+//! policy of `crate::inflight` sets the files in flight instead, as it
 //! does for the other strategies: they are shared out among the workers,
 //! and each worker reads its files at once, on threads of its own (there a
 //! file waits for round trips, not for a core). The calling thread alone owns the queue and the workers and
@@ -42,9 +42,9 @@
 //! ([`Procs::start_early`]); the run takes those started as it would start
 //! them and kills the others.
 //!
-//! The code is in three parts: [`wire`], the byte format of requests and
-//! answers on the pipes; [`worker`], the loop a worker process runs; and
-//! [`pool`], the parent's side that starts, feeds and replaces workers. This
+//! The code is in three parts: `wire`, the byte format of requests and
+//! answers on the pipes; `worker`, the loop a worker process runs; and
+//! `pool`, the parent's side that starts, feeds and replaces workers. This
 //! file holds what they share: the tunables and how a worker knows it is one.
 
 mod pool;

@@ -3,7 +3,7 @@
 //! Copying data out of the page cache with `read()` costs a fifth of hashing
 //! it again on the same core; mapping the page cache costs no copy, but
 //! SHA-256 then reads from memory instead of from the L2 cache, which on some
-//! machines costs more than the copy saved. [`crate::datapath`] measures which
+//! machines costs more than the copy saved. `crate::datapath` measures which
 //! way wins on the machine; this module is the mapped way. Each [`WINDOW`] is
 //! mapped with `MAP_POPULATE` (page-table entries filled in one call, no fault
 //! per page), hashed a page at a time with the first cache line of the page
@@ -12,7 +12,7 @@
 //! the next one is announced with `POSIX_FADV_WILLNEED`, so on cold data the
 //! disk reads ahead while the core hashes. A window can also be left to fill
 //! by page faults as it is hashed: which costs less depends on how large the
-//! page cache's folios are, so [`crate::datapath`] times both.
+//! page cache's folios are, so `crate::datapath` times both.
 //!
 //! The classic danger of mapping a file is that another process truncates it
 //! while it is mapped: touching a page past the new end raises `SIGBUS`,
@@ -186,7 +186,7 @@ impl Window {
     /// else by page faults as it is read. `None` when mapping is not possible
     /// here (no handler installed with [`catch_sigbus`], no free slot, `mmap`
     /// refused, too little address space left under a `ulimit -v`: see
-    /// [`crate::room::leaves_room`]): the caller reads instead.
+    /// `crate::room::leaves_room`): the caller reads instead.
     pub fn map(file: &impl AsRawFd, offset: u64, len: usize, populate: bool) -> Option<Window> {
         if len == 0 || !INSTALLED.load(Ordering::Acquire) || !crate::room::leaves_room(len) {
             return None;
@@ -326,7 +326,7 @@ pub fn network_fs(magic: u32) -> Option<&'static str> {
 }
 
 /// Whether `file` lives on a file system where mapping is safe: not one of
-/// the [`FRAGILE`] ones (nor one `statfs` cannot name).
+/// the `FRAGILE` ones (nor one `statfs` cannot name).
 pub fn mappable(file: &impl AsFd) -> bool {
     match rustix::fs::fstatfs(file) {
         // (`f_type` is an i64 here, an i32 or u32 on other targets: the
@@ -337,7 +337,7 @@ pub fn mappable(file: &impl AsFd) -> bool {
 }
 
 /// Whether the `statfs` type `f_type` (its low 32 bits) is a network or
-/// user-space file system, one of the [`FRAGILE`] ones. The metadata cache
+/// user-space file system, one of the `FRAGILE` ones. The metadata cache
 /// asks too: there, inode numbers are not stable and timestamps come from
 /// another clock (see `crate::cache`).
 pub fn is_remote(f_type: u32) -> bool {

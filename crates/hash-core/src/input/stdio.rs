@@ -12,7 +12,7 @@
 //! runtime quietly reopens a closed standard descriptor on `/dev/null`
 //! before `main`, after which output would vanish and input read as empty,
 //! and nothing tells the stand-in from a `/dev/null` the caller opened; so
-//! a constructor that runs before the runtime ([`record_closed`], from
+//! a constructor that runs before the runtime (`record_closed`, from
 //! `.init_array`) records which of the three were closed.
 //!
 //! Manifests and file lists are read with a bound on the length of a line
@@ -217,7 +217,7 @@ pub enum LineError {
 /// Lines of an input read as they come, holding at most one line (up to
 /// [`MAX_LINE`]) and one read ahead: what lets `-c` check a manifest of any
 /// length, or an endless one (`yes LINE | hash-serial -c`), in bounded memory.
-/// Lines are split as [`crate::checkline::split_lines`] splits them: the
+/// Lines are split as `crate::checkline::split_lines` splits them: the
 /// separator is not part of the line, and a last line without one still is one.
 #[derive(Debug)]
 pub struct LineReader<R> {

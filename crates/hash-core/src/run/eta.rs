@@ -10,22 +10,22 @@
 //!
 //! `a` and `b` come from least squares over the increments between samples
 //! (files done, bytes done, seconds taken). The sums of the 2×2 normal
-//! equations decay exponentially with time ([`FIT_MEMORY`]), so the fit
+//! equations decay exponentially with time (`FIT_MEMORY`), so the fit
 //! follows a run whose costs change (a cold disk warming up) without forgetting
 //! a phase it can no longer observe (the bytes' cost, once only small files are
 //! left). Files and bytes are counted as fractions of their totals, which keeps
 //! the two regressors on one scale. A small ridge, relative to the data
-//! ([`RIDGE`]), does the fallbacks without a special case: a regressor that has
+//! (`RIDGE`), does the fallbacks without a special case: a regressor that has
 //! not varied (no file finished yet, or only empty files) gets no weight and
 //! the other gets its one-variable fit; when the two have only moved together
 //! (all files the same size) the time is split between them in proportion to
 //! how far each moved; and while hardly any files have ended (none, or a few
-//! large ones), the cost of a file is a prior ([`PRIOR_FILE_SECS`]) rather
+//! large ones), the cost of a file is a prior (`PRIOR_FILE_SECS`) rather
 //! than nothing. `a` and `b` stay non-negative: a
 //! negative one is set to zero and the other refitted alone.
 //!
 //! The shown estimate counts down between samples and moves only part of the
-//! way to each new fit ([`SMOOTHING`]), so one odd interval does not make the
+//! way to each new fit (`SMOOTHING`), so one odd interval does not make the
 //! display jump. Samples with no progress (a stall, or bytes that show only
 //! in steps, as a `hash-procs` worker's do, a few times a second) are not
 //! fitted on their own: their time is carried into the next interval that

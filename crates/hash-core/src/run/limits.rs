@@ -31,7 +31,7 @@ pub fn thread_builder() -> std::thread::Builder {
 }
 
 /// Start a scoped thread with [`thread_builder`], unless its stack would not
-/// leave room under a `ulimit -v` ([`crate::room::leaves_room`]): then the
+/// leave room under a `ulimit -v` (`crate::room::leaves_room`): then the
 /// error a refused spawn gives, so that a pool starts fewer threads, as it
 /// does when the kernel refuses one, instead of taking the last room.
 pub fn spawn_scoped<'scope, F, T>(

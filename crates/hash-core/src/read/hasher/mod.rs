@@ -55,7 +55,7 @@ pub(crate) const DISK_WAIT: std::time::Duration = std::time::Duration::from_micr
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReadPolicy {
     /// How large files already in the page cache reach SHA-256 (see
-    /// [`crate::datapath`]); `--no-mmap` is [`DataPath::Read`]. Mapping also
+    /// `crate::datapath`); `--no-mmap` is `DataPath::Read`. Mapping also
     /// needs the binary to have installed the `SIGBUS` handler
     /// ([`crate::mapped::catch_sigbus`]); without it files are read.
     pub path: DataPath,
@@ -124,7 +124,7 @@ impl Reading {
     }
 
     /// The way large cached files went, once known (see
-    /// [`crate::datapath`]), and the timed segments that decided it; no way
+    /// `crate::datapath`), and the timed segments that decided it; no way
     /// when no file took one.
     pub fn data_path(&self) -> (Option<crate::datapath::Way>, crate::datapath::Samples) {
         let took = self.took_data_path.load(Ordering::Relaxed);
@@ -311,7 +311,7 @@ pub trait OnBlock {
     /// Whether the next file that waits should first read one page alone, so
     /// that its wait is the disk's latency rather than a transfer: a depth
     /// policy that asks whether the disk seeks needs latencies (see
-    /// [`crate::inflight::SeekTest`]). A large file's first read otherwise
+    /// `crate::inflight::SeekTest`). A large file's first read otherwise
     /// waits for its readahead too, which on a host whose `read_ahead_kb` is
     /// 8 MiB took 2.4–5.3 ms on a virtio disk whose 4 KiB reads take a
     /// fraction of one, and the disk was taken for one that seeks.
@@ -378,7 +378,7 @@ impl Drop for Hashing<'_> {
 }
 
 /// Hash an opened file: a large one whose start is in the page cache by
-/// [`hash_cached`], any other with positioned reads into `buf`.
+/// `hash_cached`, any other with positioned reads into `buf`.
 ///
 /// The read loop stops at the first short read that brings the total to the size
 /// `fstat` reported: a regular file returns fewer bytes than asked only at its
@@ -387,8 +387,8 @@ impl Drop for Hashing<'_> {
 ///
 /// With `on_block`, reads first try `RWF_NOWAIT`: data in the page cache is
 /// returned at no extra cost. When it is not, the read is made again,
-/// blocking, and if that took at least [`DISK_WAIT`] and the thread slept in
-/// it ([`sleeps`]) the hook hears that this file waited for the disk (once
+/// blocking, and if that took at least `DISK_WAIT` and the thread slept in
+/// it (`sleeps`) the hook hears that this file waited for the disk (once
 /// per file), whatever its size: more
 /// readers help cold 8 MiB files too (measured: cold shards-quick took 17 %
 /// longer when only files under 1 MiB could add readers).

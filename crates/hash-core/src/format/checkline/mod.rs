@@ -21,7 +21,7 @@
 //! The GNU and reversed shapes are ambiguous (`<hex>  a` is either `a` in GNU
 //! form or ` a` in reversed form), so GNU resolves them with state: the first
 //! untagged line decides, and mixing is then refused. [`CheckParser`] carries
-//! that state; [`parse_check_line`] is the stateless view of a first line.
+//! that state; `parse_check_line` is the stateless view of a first line.
 //!
 //! Everything is bytes: names are never decoded as UTF-8, because a manifest
 //! may name any file the file system can hold.
@@ -243,8 +243,9 @@ impl CheckParser {
 }
 
 /// Parse one manifest line (without its `\n`) as if it were the first line of
-/// the run. Use [`CheckParser`] for a whole manifest.
-pub fn parse_check_line(line: &[u8]) -> Result<Parsed, ParseError> {
+/// the run (the tests' view; a run uses [`CheckParser`] for a whole manifest).
+#[cfg(test)]
+pub(crate) fn parse_check_line(line: &[u8]) -> Result<Parsed, ParseError> {
     CheckParser::new().parse(line)
 }
 

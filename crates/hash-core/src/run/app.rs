@@ -2,7 +2,7 @@
 //!
 //! The binaries are a few lines each over [`main`], so the four cannot differ
 //! in anything but the strategy they pass in. The command line is parsed once
-//! into a [`Config`] whose [`Engine`] every mode (hashing, check, lists,
+//! into a `Config` whose [`Engine`] every mode (hashing, check, lists,
 //! shards) runs with.
 
 use std::io;

@@ -6,7 +6,7 @@
 //! invalid UTF-8 — is written as the raw bytes of the name, never replaced. The
 //! same escaping is used for paths in error messages, so a name cannot forge an
 //! extra line on stderr either. The escaping rules themselves live, with their
-//! tests against real GNU output, in [`crate::checkline`].
+//! tests against real GNU output, in `crate::checkline`.
 
 use std::borrow::Cow;
 use std::ffi::OsStr;

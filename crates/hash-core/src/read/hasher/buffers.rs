@@ -27,7 +27,7 @@ pub struct ReadBuf {
 impl ReadBuf {
     /// Allocate a buffer (zeroed, as every anonymous mapping is); fails
     /// when the address space is exhausted, or nearly (a low `ulimit -v`:
-    /// see [`crate::room::leaves_room`]).
+    /// see `crate::room::leaves_room`).
     pub fn new() -> io::Result<ReadBuf> {
         if !crate::room::leaves_room(2 * BUF_ALLOC) {
             return Err(io::Error::from_raw_os_error(libc::ENOMEM));

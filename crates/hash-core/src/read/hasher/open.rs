@@ -184,7 +184,7 @@ pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
 /// `ulimit -n`, a depth the user set above it, a network file system that
 /// holds every reader's file open for round trips) is tried again while
 /// other files are open (or being opened) for hashing, since one of them
-/// closes soon; a failure with none, or after [`DESCRIPTORS_WAIT`], is the
+/// closes soon; a failure with none, or after `DESCRIPTORS_WAIT`, is the
 /// file's error. Without this, on sshfs under `ulimit -n 20`, `hash-threads
 /// --max-in-flight 17` reported most of 308 files as "Too many open files".
 pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
