@@ -31,11 +31,14 @@
 //!   counts); [`mount`]: an sshfs mount whose SFTP traffic crosses such a link;
 //!   [`location`] and [`net`]: a sweep's data read over such a mount, remounted before
 //!   every cold run, each run proved cold or warm by the bytes that crossed.
+//! - [`cmd`]: the subcommands of the `hash-bench` binary, each one's arguments and the
+//!   function that runs it.
 
 pub mod cache;
 pub mod cachefloor;
 pub mod cgroup;
 pub mod chart;
+pub mod cmd;
 pub mod collect;
 pub mod compare;
 pub mod datapath;
@@ -61,7 +64,6 @@ pub mod refs;
 pub mod report;
 pub mod results;
 pub mod spec;
-pub mod sweep;
 pub mod upgrade;
 pub mod util;
 pub mod verify;
