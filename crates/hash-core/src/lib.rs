@@ -15,7 +15,7 @@
 //!   ([`mapped`]) and which wins, measured; the reads kept in flight; the memory a
 //!   run may take under a `ulimit -v`.
 //! - [`strategy`]: the four ways of running a plan, each a value with its own
-//!   settings ([`strategy::Runner`]), held by the one [`Engine`] a run uses.
+//!   settings (`strategy::Runner`), held by the one `Engine` a run uses.
 //! - [`cache`]: `--cache`, the metadata cache that lets unchanged files go unread.
 //! - `run/`: the `main` of every binary ([`app`]): the clap definition and the
 //!   `Config` it resolves to, `--check`, messages on stderr, the exit status,
@@ -52,8 +52,9 @@ pub use read::{hasher, mapped};
 pub use run::{app, eta, limits, units};
 
 pub use error::{Error, ErrorKind};
-pub use hasher::{FileDigest, READ_BUF_SIZE};
-pub use strategy::{Engine, Job, Outcome, Strategy};
+pub(crate) use hasher::FileDigest;
+pub use hasher::READ_BUF_SIZE;
+pub use strategy::{Job, Strategy};
 
 // The crate's own paths to its modules, as before the folders (`crate::walk`, ...).
 use format::{checkline, quote, tree};

@@ -93,7 +93,7 @@ pub fn cwd() -> Vec<u8> {
 
 /// `dir` (a prefix: empty or ending in `/`) made absolute against `cwd` and
 /// tidied, ending in `/`.
-pub fn absolute_dir(cwd: &[u8], dir: &[u8]) -> Vec<u8> {
+pub(crate) fn absolute_dir(cwd: &[u8], dir: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(cwd.len() + dir.len() + 2);
     let base: &[u8] = if dir.starts_with(b"/") { b"" } else { cwd };
     let slash = |b: &u8| *b == b'/';

@@ -29,7 +29,7 @@ const CHUNK: usize = 1024;
 
 /// What the lookup says of one planned file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Unchanged since its digest was recorded: this is its digest.
     Hit(FileDigest),
     /// To be hashed (the hasher stamps it: [`crate::stamp::Held`]).
@@ -38,7 +38,7 @@ pub enum Verdict {
 
 /// The verdict on the planned file `index`, of group `group`.
 #[derive(Debug, Clone, Copy)]
-pub struct Found {
+pub(crate) struct Found {
     /// Its index in the plan.
     pub index: u32,
     /// Its group (see [`super::key::groups`]).
@@ -49,7 +49,7 @@ pub struct Found {
 
 /// What the scan learnt besides the verdicts.
 #[derive(Debug, Default)]
-pub struct Scanned {
+pub(crate) struct Scanned {
     /// Keys under a scanned root that no planned file had (only collected
     /// when asked to prune).
     pub unseen: Vec<Vec<u8>>,
@@ -441,7 +441,7 @@ pub fn stat(job: &Job) -> Option<Stamp> {
 
 /// The rules of each filesystem met, by device number (one `statfs` each).
 #[derive(Debug, Default)]
-pub struct Filesystems(HashMap<u64, FsRules>);
+pub(crate) struct Filesystems(HashMap<u64, FsRules>);
 
 impl Filesystems {
     /// The rules for a file on device `dev`, `path` (in `dir`, when walked).

@@ -5,14 +5,14 @@
 //! The cache sits in the shared pipeline, between the walk and the engine,
 //! so every strategy gets it and no cached file reaches a worker:
 //!
-//! 1. [`Cache::lookup`]: every planned file is paired with its entry
+//! 1. `Cache::lookup`: every planned file is paired with its entry
 //!    (`key`: by absolute path; [`store`]: SQLite); a file with an entry
 //!    is `stat`ed and judged ([`rule`]: same size, mtime, ctime, inode and
 //!    device, and not racy). Unchanged files go straight to the writer with
 //!    their recorded digest; the rest are the misses.
 //! 2. The engine hashes the misses, and its hashers stamp each file they
 //!    read (`crate::stamp::Held`: `fstat` at the open and after the last
-//!    byte; the read policy asks for it). [`Cache::hashed`] judges the
+//!    byte; the read policy asks for it). `Cache::hashed` judges the
 //!    stamps: a file whose metadata moved while it was read is reported
 //!    (`PATH: changed while being read`) and not recorded; one whose
 //!    timestamps are too fresh to trust (racy) is not recorded either; the
@@ -36,13 +36,16 @@ use crate::exit::Exit;
 use crate::progress::Progress;
 use crate::strategy::{Job, Outcome};
 
+mod cached;
 mod key;
 mod lookup;
 mod recorder;
 pub mod rule;
 pub mod store;
 
-pub use store::{OpenError, APPLICATION_ID, SCHEMA_VERSION};
+pub(crate) use cached::Cached;
+pub(crate) use store::OpenError;
+pub use store::SCHEMA_VERSION;
 
 use key::Group;
 use lookup::{Filesystems, Verdict};
@@ -133,7 +136,7 @@ pub struct Cache {
 
 impl Cache {
     /// Open the cache at `path`.
-    pub fn open(path: &Path) -> Result<Cache, OpenError> {
+    pub(crate) fn open(path: &Path) -> Result<Cache, OpenError> {
         Ok(Cache {
             store: Some(Store::open(path)?),
             recorder: None,
@@ -182,7 +185,7 @@ impl Cache {
     /// used (said on stderr: the run goes on without it), `Err` with the
     /// exit status when the file is not a cache (said on stderr, with how to
     /// start afresh: the run stops before printing anything).
-    pub fn open_for_run(path: &Path) -> Result<Option<Cache>, Exit> {
+    pub(crate) fn open_for_run(path: &Path) -> Result<Option<Cache>, Exit> {
         match Cache::open(path) {
             Ok(cache) => {
                 if let Some(v) = cache.store.as_ref().and_then(|s| s.replaced) {
@@ -222,7 +225,7 @@ impl Cache {
     /// their place in that order. Returns how many there are. With `prune`,
     /// the entries under `dirs` the walk did not see are noted, to be deleted
     /// by [`Cache::finish`]. `Break`: the sink stopped the run.
-    pub fn lookup(
+    pub(crate) fn lookup(
         &mut self,
         files: &[Job],
         dirs: &[PathBuf],
@@ -280,7 +283,7 @@ impl Cache {
     /// Take the outcome of the `k`-th miss (of `files`, the plan): record
     /// its digest if the file held still while it was read and is not too
     /// fresh to trust; say so if it did not hold still.
-    pub fn hashed(
+    pub(crate) fn hashed(
         &mut self,
         k: usize,
         files: &[Job],
@@ -396,7 +399,7 @@ impl Cache {
 
     /// End the run: write what waits, and, if the run `succeeded` (no file
     /// or directory failed, the output was written to its end), prune the
-    /// entries noted by [`Cache::lookup`]. An interrupted or failed run
+    /// entries noted by `Cache::lookup`. An interrupted or failed run
     /// prunes nothing.
     pub fn finish(&mut self, succeeded: bool) -> Counts {
         self.flush();

@@ -14,7 +14,7 @@
 //! hashed again next time, and that later record (taken long after the
 //! write) is trusted. "Clearly older" means older by more than the
 //! filesystem's tick plus the lag of the kernel's coarse clock, which stamps
-//! files a little behind the clock we read ([`FsRules::window_ns`]).
+//! files a little behind the clock we read (`FsRules::window_ns`).
 
 pub use crate::stamp::Stamp;
 use crate::stamp::NS;
@@ -34,16 +34,16 @@ pub struct Entry {
 /// The racy window of filesystems with fine timestamps: the kernel stamps
 /// files from a coarse clock that lags the real one by up to a scheduler
 /// tick (10 ms at HZ=100); twice that, and some more, is clearly older.
-pub const FINE_WINDOW_NS: i64 = 50_000_000;
+pub(crate) const FINE_WINDOW_NS: i64 = 50_000_000;
 
 /// The racy window of filesystems with coarse timestamps (FAT keeps mtime in
 /// 2 s steps) or whose timestamps come from another machine's clock (network
 /// filesystems, FUSE): 2 s.
-pub const COARSE_WINDOW_NS: i64 = 2 * NS;
+pub(crate) const COARSE_WINDOW_NS: i64 = 2 * NS;
 
 /// How far a filesystem's metadata can be trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FsRules {
+pub(crate) struct FsRules {
     /// Whether inode and device numbers name the same file from one run to
     /// the next. Not on network and FUSE filesystems (sshfs numbers inodes
     /// as it meets them; NFS devices are renumbered by a remount) nor on FAT
@@ -56,19 +56,19 @@ pub struct FsRules {
 
 impl FsRules {
     /// Rules for a local filesystem with nanosecond timestamps.
-    pub const FINE: FsRules = FsRules {
+    pub(crate) const FINE: FsRules = FsRules {
         stable_inodes: true,
         window_ns: FINE_WINDOW_NS,
     };
 
     /// Rules for a filesystem `statfs` cannot name: the most cautious.
-    pub const UNKNOWN: FsRules = FsRules {
+    pub(crate) const UNKNOWN: FsRules = FsRules {
         stable_inodes: false,
         window_ns: COARSE_WINDOW_NS,
     };
 
     /// The rules for a filesystem of `statfs` type `f_type`.
-    pub fn for_type(f_type: u32) -> FsRules {
+    pub(crate) fn for_type(f_type: u32) -> FsRules {
         if crate::mapped::is_remote(f_type) || COARSE_LOCAL.contains(&f_type) {
             FsRules::UNKNOWN
         } else {
@@ -92,20 +92,20 @@ const COARSE_LOCAL: [u32; 6] = [0x4d44, 0x2011_bab0, 0x4244, 0x482b, 0x9660, 0x1
 
 /// Whether `e`, recorded for a file that is now stamped `now`, may stand for
 /// it: same metadata (see [`FsRules::stable_inodes`]) and not racy.
-pub fn unchanged(e: &Entry, now: &Stamp, rules: FsRules) -> bool {
+pub(crate) fn unchanged(e: &Entry, now: &Stamp, rules: FsRules) -> bool {
     same(&e.stamp, now, rules) && !racy(&e.stamp, e.recorded_ns, rules)
 }
 
 /// Whether a record of `stamp` taken at `recorded_ns` is racy: the file's
 /// mtime or ctime is not older than that moment by more than the window.
-pub fn racy(stamp: &Stamp, recorded_ns: i64, rules: FsRules) -> bool {
+pub(crate) fn racy(stamp: &Stamp, recorded_ns: i64, rules: FsRules) -> bool {
     let newest = stamp.mtime_ns.max(stamp.ctime_ns);
     newest.saturating_add(rules.window_for(stamp)) >= recorded_ns
 }
 
 /// Whether `a` and `b` are the same metadata: size and both timestamps, and
 /// inode and device where those are stable.
-pub fn same(a: &Stamp, b: &Stamp, rules: FsRules) -> bool {
+pub(crate) fn same(a: &Stamp, b: &Stamp, rules: FsRules) -> bool {
     a.size == b.size
         && a.mtime_ns == b.mtime_ns
         && a.ctime_ns == b.ctime_ns
@@ -116,7 +116,7 @@ pub fn same(a: &Stamp, b: &Stamp, rules: FsRules) -> bool {
 /// file that gave `before` and one after its last byte that gave `after`
 /// (`crate::stamp::Held`), is of a file that held still: the same
 /// metadata, and as many bytes as it claimed.
-pub fn held_still(before: &Stamp, after: &Stamp, read: u64, rules: FsRules) -> bool {
+pub(crate) fn held_still(before: &Stamp, after: &Stamp, read: u64, rules: FsRules) -> bool {
     same(before, after, rules) && read == before.size
 }
 

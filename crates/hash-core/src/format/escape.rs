@@ -22,18 +22,18 @@ pub fn escape(name: &[u8]) -> Cow<'_, [u8]> {
 }
 
 /// The raw bytes of a path.
-pub fn path_bytes(path: &Path) -> &[u8] {
+pub(crate) fn path_bytes(path: &Path) -> &[u8] {
     path.as_os_str().as_bytes()
 }
 
 /// A path from raw bytes (lossless on Unix).
-pub fn bytes_path(bytes: &[u8]) -> &Path {
+pub(crate) fn bytes_path(bytes: &[u8]) -> &Path {
     Path::new(OsStr::from_bytes(bytes))
 }
 
 /// A path escaped for a human-readable `String` (invalid UTF-8 replaced). Only for
 /// `Display` impls; the real output paths write [`escape`]d raw bytes instead.
-pub fn display_path(path: &Path) -> String {
+pub(crate) fn display_path(path: &Path) -> String {
     String::from_utf8_lossy(&escape(path_bytes(path))).into_owned()
 }
 

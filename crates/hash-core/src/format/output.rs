@@ -1,6 +1,6 @@
 //! The single writer: restores planned order, prints lines and errors, counts.
 //!
-//! Strategies deliver outcomes in completion order; [`Writer::accept`] parks each
+//! Strategies deliver outcomes in completion order; `Writer::accept` parks each
 //! one in its slot and prints every slot that has become the next in line, so
 //! output starts as soon as the first files are done and is byte-identical
 //! whatever the strategy or the number of workers. Errors are printed in the same
@@ -195,7 +195,7 @@ pub(crate) fn parked(outcome: crate::strategy::Outcome) -> Parked {
 }
 
 /// The single writer for one run.
-pub struct Writer<'a, W: Write> {
+pub(crate) struct Writer<'a, W: Write> {
     jobs: &'a [Job],
     opts: OutputOptions,
     out: BufWriter<W>,
@@ -220,7 +220,7 @@ impl<W: Write> std::fmt::Debug for Writer<'_, W> {
 
 /// What the end of a run adds to the `--json` document.
 #[derive(Debug, Clone, Copy)]
-pub struct RunInfo<'a> {
+pub(crate) struct RunInfo<'a> {
     /// Strategy name.
     pub strategy: &'a str,
     /// Workers used.
@@ -271,7 +271,7 @@ impl<'a, W: Write> Writer<'a, W> {
     }
 
     /// Take the outcome of job `i`; print everything that is now in order.
-    pub fn accept(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
+    pub(crate) fn accept(&mut self, i: usize, outcome: Outcome) -> ControlFlow<()> {
         // Progress counts completions as they happen, not in print order.
         if let Some(p) = self.progress {
             p.file_done(outcome.as_ref().map_or(self.jobs[i].size, |d| d.size));

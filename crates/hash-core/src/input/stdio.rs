@@ -73,7 +73,7 @@ pub fn stdin() -> io::Result<io::StdinLock<'static>> {
 /// This process's standard output; writing to it fails with "Bad file
 /// descriptor" if it was closed at start-up (nothing written, no error: as
 /// GNU, which only fails on output it could not write).
-pub fn stdout() -> Stdout {
+pub(crate) fn stdout() -> Stdout {
     if closed_at_start(1) {
         Stdout::Closed
     } else {
@@ -83,7 +83,7 @@ pub fn stdout() -> Stdout {
 
 /// See [`stdout`].
 #[derive(Debug)]
-pub enum Stdout {
+pub(crate) enum Stdout {
     /// The real standard output.
     Open(io::StdoutLock<'static>),
     /// It was closed when the program started.
@@ -114,7 +114,7 @@ impl Write for Stdout {
 }
 
 /// The SHA-256 of the rest of this process's standard input.
-pub fn hash_stdin() -> Outcome {
+pub(crate) fn hash_stdin() -> Outcome {
     Ok(hash_reader(stdin()?, &mut new_buffer())?)
 }
 
@@ -130,12 +130,12 @@ pub const MAX_LINE: usize = 1 << 20;
 /// million lines of a manifest (a larger tree is better split with
 /// `--list` and `--shard`). An endless input of short lines
 /// (`--files-from /dev/zero -0`, `-c /dev/urandom`) stops there.
-pub const MAX_INPUT: usize = 1 << 30;
+pub(crate) const MAX_INPUT: usize = 1 << 30;
 
 /// A list read up to a line longer than [`MAX_LINE`], or up to
 /// [`MAX_INPUT`].
 #[derive(Debug)]
-pub struct LineTooLong {
+pub(crate) struct LineTooLong {
     /// The lines before it, whole (each with its separator).
     pub before: Vec<u8>,
     /// Its number, counting from 1.
@@ -165,7 +165,10 @@ impl std::fmt::Display for LineTooLong {
 
 /// Read `input` to its end, lines separated by `sep`; `Ok(Err(..))` when a
 /// line grows past [`MAX_LINE`] (what came before it is kept).
-pub fn read_lines(mut input: impl Read, sep: u8) -> io::Result<Result<Vec<u8>, LineTooLong>> {
+pub(crate) fn read_lines(
+    mut input: impl Read,
+    sep: u8,
+) -> io::Result<Result<Vec<u8>, LineTooLong>> {
     let mut data = Vec::new();
     let (mut line_start, mut lines) = (0usize, 0usize);
     let mut chunk = vec![0u8; 64 * 1024];
@@ -203,9 +206,10 @@ pub fn read_lines(mut input: impl Read, sep: u8) -> io::Result<Result<Vec<u8>, L
 
 /// Why [`LineReader::next_line`] stopped short of the end.
 #[derive(Debug)]
-pub enum LineError {
-    /// Reading failed.
-    Io(io::Error),
+pub(crate) enum LineError {
+    /// Reading failed. GNU's message names no reason ("read error"), so
+    /// only the tests read the error.
+    Io(#[allow(dead_code)] io::Error),
     /// Line `line` (counting from 1) is longer than [`MAX_LINE`]; the rest
     /// is not read.
     TooLong {
@@ -220,7 +224,7 @@ pub enum LineError {
 /// Lines are split as `crate::checkline::split_lines` splits them: the
 /// separator is not part of the line, and a last line without one still is one.
 #[derive(Debug)]
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     input: R,
     sep: u8,
     buf: Vec<u8>,
@@ -250,7 +254,7 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The next line and its number, `None` at the end of the input.
-    pub fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<(usize, &[u8])>, LineError> {
         let (from, to) = loop {
             let unread = &self.buf[self.start..self.end];
             if let Some(len) = unread.iter().position(|&b| b == self.sep) {

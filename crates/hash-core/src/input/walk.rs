@@ -34,7 +34,7 @@ use walkdir::WalkDir;
 use crate::error::{Error, ErrorKind};
 use crate::escape::path_bytes;
 pub use crate::filter::Filter;
-pub use crate::strategy::{DirFd, Job};
+pub(crate) use crate::strategy::{DirFd, Job};
 
 /// An entry that is neither a regular file nor a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

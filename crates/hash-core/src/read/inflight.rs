@@ -493,6 +493,7 @@ pub enum Climb {
     /// From the most allowed, down while fewer do as well: a request in an
     /// io_uring costs only its slot and a kernel worker, and on the emulated
     /// `lan` and `wan` links no shallower depth was faster for it.
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
     FromMost,
 }
 
@@ -651,7 +652,8 @@ impl Shared {
         self.seek.is_some() && self.waits.load(Ordering::Relaxed) < SEEK_SAMPLE as u64
     }
 
-    /// Whether the seek test found that the disk seeks.
+    /// Whether the seek test found that the disk seeks (io_uring asks).
+    #[cfg_attr(not(feature = "async"), allow(dead_code))]
     pub fn seeking(&self) -> bool {
         self.seeking.load(Ordering::Relaxed)
     }
@@ -667,7 +669,8 @@ impl Shared {
     }
 
     /// [`Shared::completed`] at `now` since the run started.
-    pub fn completed_at(&self, now: Duration, files: u64, bytes: u64) {
+    #[cfg(test)]
+    pub(crate) fn completed_at(&self, now: Duration, files: u64, bytes: u64) {
         self.count(files, bytes, || now);
     }
 

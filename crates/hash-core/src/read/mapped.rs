@@ -26,7 +26,7 @@
 //! A signal handler is process-wide state, so the library never installs it
 //! by itself: a binary opts in with [`catch_sigbus`] at start-up. Until it
 //! has, [`Window::map`] maps nothing and every file is read with `pread`
-//! (also what `--no-mmap` asks for: see [`crate::hasher::ReadPolicy`]).
+//! (also what `--no-mmap` asks for: see `crate::hasher::ReadPolicy`).
 //!
 //! Mapping and unmapping go through `memmap2` (one `mmap`, one `munmap`, as
 //! before); only the handler itself needs `libc`, for `sigaction`.
@@ -217,13 +217,13 @@ impl Window {
     }
 
     /// The mapped bytes. Pages past the end of a file that shrank read as
-    /// zeros; [`Window::intact`] says whether that happened.
+    /// zeros; `Window::intact` says whether that happened.
     pub fn bytes(&self) -> &[u8] {
         &self.map
     }
 
     /// Whether every byte read so far came from the file.
-    pub fn intact(&self) -> bool {
+    pub(crate) fn intact(&self) -> bool {
         !SLOTS_TABLE[self.slot.0].faulted.load(Ordering::Acquire)
     }
 }
@@ -318,7 +318,7 @@ const FRAGILE: [(&str, u32); 16] = [
 
 /// The name of a network or user-space file system, by its `statfs` magic
 /// number (`None`: a local one, as far as this list knows).
-pub fn network_fs(magic: u32) -> Option<&'static str> {
+pub(crate) fn network_fs(magic: u32) -> Option<&'static str> {
     FRAGILE
         .iter()
         .find(|&&(_, m)| m == magic)
@@ -327,7 +327,7 @@ pub fn network_fs(magic: u32) -> Option<&'static str> {
 
 /// Whether `file` lives on a file system where mapping is safe: not one of
 /// the `FRAGILE` ones (nor one `statfs` cannot name).
-pub fn mappable(file: &impl AsFd) -> bool {
+pub(crate) fn mappable(file: &impl AsFd) -> bool {
     match rustix::fs::fstatfs(file) {
         // (`f_type` is an i64 here, an i32 or u32 on other targets: the
         // magic numbers are its low 32 bits everywhere.)
@@ -340,12 +340,12 @@ pub fn mappable(file: &impl AsFd) -> bool {
 /// user-space file system, one of the `FRAGILE` ones. The metadata cache
 /// asks too: there, inode numbers are not stable and timestamps come from
 /// another clock (see `crate::cache`).
-pub fn is_remote(f_type: u32) -> bool {
+pub(crate) fn is_remote(f_type: u32) -> bool {
     FRAGILE.iter().any(|&(_, magic)| f_type == magic)
 }
 
 /// Announce that `len` bytes at `offset` will be read soon (a hint).
-pub fn will_need(file: &impl AsFd, offset: u64, len: usize) {
+pub(crate) fn will_need(file: &impl AsFd, offset: u64, len: usize) {
     use rustix::fs::{fadvise, Advice};
     // A failure is harmless: it is a hint.
     let _ = fadvise(file, offset, NonZeroU64::new(len as u64), Advice::WillNeed);
@@ -394,11 +394,11 @@ pub fn resident(file: &impl AsFd, offset: u64, len: usize, pages: &mut [u8]) -> 
 
 /// What a file that lost bytes while it was read is reported as, on every data
 /// path: a digest of the bytes that were left would be a digest of no version of it.
-pub const SHRANK: &str = "file shrank while it was being read";
+pub(crate) const SHRANK: &str = "file shrank while it was being read";
 
 /// The error for a window that faulted: the file shrank under it, or (its
 /// size unchanged) the disk could not supply a page.
-pub fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
+pub(crate) fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
     match rustix::fs::fstat(file) {
         Ok(st) if (st.st_size as u64) < expected => io::Error::other(SHRANK),
         _ => rustix::io::Errno::IO.into(),
@@ -410,7 +410,7 @@ pub fn fault_error(file: &impl AsFd, expected: u64) -> io::Error {
 /// as a mapped window that faults is. A file whose size still says `expected`
 /// (sysfs gives a page for any attribute) ended where its content does, and what
 /// was read is the file, as `sha256sum` has it.
-pub fn ended_early(file: &impl AsFd, read: u64, expected: u64) -> io::Result<()> {
+pub(crate) fn ended_early(file: &impl AsFd, read: u64, expected: u64) -> io::Result<()> {
     if read >= expected {
         return Ok(());
     }

@@ -2,28 +2,27 @@
 //!
 //! The binaries are a few lines each over [`main`], so the four cannot differ
 //! in anything but the strategy they pass in. The command line is parsed once
-//! into a `Config` whose [`Engine`] every mode (hashing, check, lists,
+//! into a `Config` whose `Engine` every mode (hashing, check, lists,
 //! shards) runs with.
 
 use std::io;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cache::{Cache, Counts};
+use crate::cache::{Cache, Cached, Counts};
 use crate::check::{self, CheckRun};
-use crate::cli::{self, Config, Mode};
+use crate::cli::{self, Config, HashRun, Mode};
 use crate::diag;
 use crate::escape::path_bytes;
-use crate::filelist::{self, Listed};
+use crate::filelist;
 use crate::hasher::Reading;
 use crate::merge;
 use crate::output::{OutputOptions, RunInfo, Summary, Writer};
 use crate::progress::{self, Progress};
 use crate::shard::{Shard, ShardRun};
-use crate::strategy::{Engine, Job, Outcome, Ran, Strategy};
+use crate::strategy::{Engine, Job, Outcome, Ran, Runner, Strategy};
 use crate::walk;
 
 pub use crate::exit::Exit;
@@ -40,29 +39,8 @@ pub fn main(tool: &'static str, strategy: Strategy) -> ExitCode {
 }
 
 /// Do what `config` says with its engine, printing to stdout/stderr.
-pub fn run(config: &Config) -> Exit {
-    let mut paths = config.paths.clone();
-    let mut listed = None;
-    // A name refused or a list cut short is reported at once, and fails
-    // the run at the end; the rest is hashed.
-    let mut refused = false;
-    if let Some((list, nul)) = &config.files_from {
-        match files_from(list, *nul, &mut refused) {
-            Ok((more, jobs)) => {
-                paths.extend(more);
-                listed = jobs;
-            }
-            Err(exit) => return exit,
-        }
-    }
-    let env = |name: &str| std::env::var(name).ok();
-    let shard = match config.scale.shard.map(|s| s.resolve(env)).transpose() {
-        Ok(shard) => shard,
-        Err(why) => {
-            crate::show!("--shard: {why}");
-            return Exit::Usage;
-        }
-    };
+pub(crate) fn run(config: &Config) -> Exit {
+    let paths = &config.paths;
     let show_progress = progress::wanted(config.progress);
     let exit = match &config.mode {
         Mode::Check(opts) => {
@@ -74,65 +52,22 @@ pub fn run(config: &Config) -> Exit {
             };
             check::run(&run, &manifests)
         }
-        Mode::Hash(out) if config.scale.merge => merge::run(&paths, out),
-        Mode::Hash(out) if config.scale.list => {
-            filelist::run(&plan(config, &paths, listed, true), out.zero)
-        }
-        Mode::Hash(out) => {
-            let input = (paths.as_slice(), listed);
-            hash(config, input, shard, out, show_progress)
-        }
+        Mode::Merge(out) => merge::run(paths, out),
+        Mode::List { zero } => filelist::run(&plan(config, true), *zero),
+        Mode::Hash(how) => hash(config, how, show_progress),
     };
-    if refused && exit == Exit::Success {
+    // A name `--files-from` refused was reported at once; the run fails at the end.
+    if config.refused && exit == Exit::Success {
         Exit::Failure
     } else {
         exit
     }
 }
 
-/// What `--files-from LIST` adds: paths to walk, or the planned jobs of a
-/// `--list` list. Sets `refused` when it reported a refused name or a list
-/// cut short (the rest is still hashed); `Err` when the list cannot be read.
-fn files_from(
-    list: &Path,
-    nul: bool,
-    refused: &mut bool,
-) -> Result<(Vec<PathBuf>, Option<Vec<Job>>), Exit> {
-    let (listed, cut) = filelist::read(list, nul).map_err(|e| {
-        diag::path_error(&e, None);
-        Exit::Failure
-    })?;
-    if let Some(e) = cut {
-        diag::path_error(&e, None);
-        *refused = true;
-    }
-    match listed {
-        Listed::Jobs(jobs) => Ok((Vec::new(), Some(jobs))),
-        Listed::Paths(mut paths) => {
-            // Like GNU `wc --files0-from -`: a list read from stdin cannot
-            // also name stdin (it has been read to the end); refuse each
-            // such name, hash the rest.
-            if list == Path::new("-") {
-                paths.retain(|p| {
-                    let stdin = p == Path::new("-");
-                    if stdin {
-                        crate::show!(
-                            "-: file name '-' not allowed when reading names from standard input"
-                        );
-                        *refused = true;
-                    }
-                    !stdin
-                });
-            }
-            Ok((paths, None))
-        }
-    }
-}
-
 /// Hash `files` with `engine` into `sink`; standard input (`-`) is read
 /// here, first, and the engine gets the rest (see [`crate::stdio`]).
 fn run_plan(
-    engine: &Engine,
+    engine: &dyn Runner,
     files: &[Job],
     reading: &Arc<Reading>,
     sink: &mut crate::strategy::Sink<'_>,
@@ -151,33 +86,28 @@ fn run_plan(
     engine.run(&others, reading, &mut |i, outcome| sink(rest[i], outcome))
 }
 
-/// Walk `paths` and add the jobs of a `--list` list, in the order a walk gives.
-fn plan(config: &Config, paths: &[PathBuf], listed: Option<Vec<Job>>, sizes: bool) -> walk::Plan {
+/// Walk the paths and add the jobs of a `--list` list, in the order a walk gives.
+fn plan(config: &Config, sizes: bool) -> walk::Plan {
     let how = walk::Walk {
         follow: config.follow,
         sizes,
         filter: &config.filter,
     };
-    let mut plan = walk::plan(paths, &how);
-    if let Some(jobs) = listed {
-        plan.files.extend(jobs);
+    let mut plan = walk::plan(&config.paths, &how);
+    if let Some(jobs) = &config.listed {
+        plan.files.extend(jobs.iter().cloned());
         plan.files
             .sort_by(|a, b| path_bytes(&a.path).cmp(path_bytes(&b.path)));
     }
     plan
 }
 
-fn hash(
-    config: &Config,
-    (paths, listed): (&[PathBuf], Option<Vec<Job>>),
-    shard: Option<Shard>,
-    out: &OutputOptions,
-    show_progress: bool,
-) -> Exit {
+fn hash(config: &Config, how: &HashRun, show_progress: bool) -> Exit {
+    let (shard, out) = (how.shard, &how.output);
     let start = Instant::now();
     // A file that is not a cache stops the run before anything is printed.
-    let opened = config.cache.as_deref().map(Cache::open_for_run);
-    let Ok(mut cache) = opened.transpose().map(Option::flatten) else {
+    let opened = how.cache.as_deref().map(Cache::open_for_run);
+    let Ok(cache) = opened.transpose().map(Option::flatten) else {
         return Exit::Usage;
     };
     // Sizes serve the progress total and sharding. Scheduling does without
@@ -188,7 +118,7 @@ fn hash(
     let sizes = show_progress || shard.is_some();
     let engine = &config.engine;
     engine.start_early();
-    let mut plan = plan(config, paths, listed, sizes);
+    let mut plan = plan(config, sizes);
     let (mut shard, out) = match select_shard(shard, &mut plan, out) {
         Ok(selected) => selected,
         Err(exit) => return exit,
@@ -209,16 +139,12 @@ fn hash(
         }
         writer.accept(i, outcome)
     };
-    let how = Cached {
-        engine,
-        reading: &reading,
-        prune,
-        progress: progress.as_ref(),
+    let cached = cache.map(|c| Cached::new(engine, c, &plan.dirs, prune, progress.as_ref()));
+    let runner: &dyn Runner = match &cached {
+        Some(c) => c,
+        None => engine.runner(),
     };
-    let ran = match &mut cache {
-        None => run_plan(engine, &plan.files, &reading, &mut deliver),
-        Some(c) => run_cached(c, &how, &plan, &mut deliver),
-    };
+    let ran = run_plan(runner, &plan.files, &reading, &mut deliver);
     let strategy = engine.strategy();
     let workers = ran
         .workers
@@ -231,11 +157,12 @@ fn hash(
     let closed = writer.finish(&plan.skipped, info).is_break();
     let (summary, write_error) = (writer.summary, writer.write_error.take());
     drop(writer);
+    let cache = cached.map(Cached::into_cache);
     if let Some(p) = progress {
         p.finish(); // before anything else goes to stderr
     }
     let succeeded = summary.errors == 0 && !closed && write_error.is_none();
-    let counts = cache.as_mut().map(|c| c.finish(succeeded));
+    let counts = cache.map(|mut c| c.finish(succeeded));
     if let Some(e) = &write_error {
         return diag::write_failed(e);
     }
@@ -260,7 +187,7 @@ fn hash(
         };
         show_stats(&stats, strategy, &ran, &reading);
     }
-    let changed = config.strict && counts.is_some_and(|c| c.changed > 0);
+    let changed = how.strict && counts.is_some_and(|c| c.changed > 0);
     Exit::from_failed(summary.errors > 0 || changed)
 }
 
@@ -340,49 +267,4 @@ fn shard_line(
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Exit::from_failed(failed)),
         Err(e) => Err(diag::write_failed(&e)),
     }
-}
-
-/// How a cached run hashes its misses.
-struct Cached<'a> {
-    engine: &'a Engine,
-    reading: &'a Arc<Reading>,
-    /// Whether entries the walk did not see may be pruned at the end.
-    prune: bool,
-    progress: Option<&'a Progress>,
-}
-
-/// Run `plan` through `cache`: the files it answers for go to `sink` from
-/// the lookup, the rest are hashed by the engine (and recorded) as usual.
-fn run_cached(
-    cache: &mut Cache,
-    how: &Cached<'_>,
-    plan: &walk::Plan,
-    sink: &mut crate::strategy::Sink<'_>,
-) -> Ran {
-    let files = &plan.files;
-    let misses = match cache.lookup(files, &plan.dirs, how.prune, sink) {
-        ControlFlow::Continue(misses) => misses,
-        ControlFlow::Break(()) => return Ran::default(),
-    };
-    if misses == 0 {
-        return Ran::default();
-    }
-    let (engine, reading, progress) = (how.engine, how.reading, how.progress);
-    if misses == files.len() {
-        // Nothing answered (a first run): the plan itself, no copy.
-        let ran = run_plan(engine, files, reading, &mut |i, outcome| {
-            cache.hashed(i, files, &outcome, progress);
-            sink(i, outcome)
-        });
-        cache.settle(files);
-        return ran;
-    }
-    let jobs: Vec<Job> = (0..misses).map(|k| files[cache.miss(k)].clone()).collect();
-    let ran = run_plan(engine, &jobs, reading, &mut |k, outcome| {
-        let i = cache.miss(k);
-        cache.hashed(k, files, &outcome, progress);
-        sink(i, outcome)
-    });
-    cache.settle(files);
-    ran
 }

@@ -7,7 +7,7 @@
 //! arguments. The binary's own name is filled in at run time, since the derive
 //! lives in this library crate.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser};
 
@@ -249,22 +249,49 @@ pub struct Cli {
     pub common: CommonArgs,
 }
 
-/// What a run does.
+/// What a run does, decided here once: the app matches on it and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
-    /// Hash the paths and print the results in this form.
-    Hash(OutputOptions),
-    /// Check the manifests named by the paths.
+    /// Hash the paths.
+    Hash(HashRun),
+    /// `--check`: check the manifests named by the paths.
     Check(CheckOptions),
+    /// `--list`: print the file list of the paths (NUL-terminated with `-z`).
+    List {
+        /// `-z`.
+        zero: bool,
+    },
+    /// `--merge`: combine shard outputs (the paths) into the single-run output.
+    Merge(OutputOptions),
+}
+
+/// A hashing run's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashRun {
+    /// How results are printed.
+    pub output: OutputOptions,
+    /// `--cache PATH`: the metadata cache.
+    pub cache: Option<PathBuf>,
+    /// `--shard K/N`, resolved against the environment (Slurm, Kubernetes, GNU
+    /// parallel) for `auto`.
+    pub shard: Option<crate::shard::Shard>,
+    /// `--strict` with `--cache`: a file that changed while it was read fails the run.
+    pub strict: bool,
 }
 
 /// Everything a run needs, resolved from the command line.
 #[derive(Debug)]
 pub struct Config {
-    /// Roots to walk, or manifests to check.
+    /// Roots to walk, or manifests to check; after [`parse`], with the names
+    /// `--files-from` gave.
     pub paths: Vec<PathBuf>,
-    /// `--files-from FILE` and whether it is NUL-separated.
+    /// `--files-from FILE` and whether it is NUL-separated; [`parse`] reads it.
     pub files_from: Option<(PathBuf, bool)>,
+    /// The planned jobs of a `--list` list that `--files-from` gave.
+    pub listed: Option<Vec<crate::strategy::Job>>,
+    /// `--files-from` refused a name or its list was cut short: both reported
+    /// already; the rest is hashed and the run fails at the end.
+    pub refused: bool,
     /// `-L`: follow symbolic links below the roots.
     pub follow: bool,
     /// `--exclude`, `--exclude-from`, `-x`: what the walk leaves out.
@@ -276,15 +303,8 @@ pub struct Config {
     /// The strategy with its settings and the read policy: what every mode
     /// hashes with.
     pub engine: Engine,
-    /// Hash or check.
+    /// What the run does.
     pub mode: Mode,
-    /// `--list`, `--shard`, `--merge` (scale-out over cluster engines).
-    pub scale: crate::shard::Scale,
-    /// `--cache PATH`: the metadata cache of a hashing run.
-    pub cache: Option<PathBuf>,
-    /// `--strict` in a hashing run: a file that changed while it was read
-    /// fails the run.
-    pub strict: bool,
 }
 
 fn examples(tool: &str, strategy: Strategy) -> String {
@@ -352,7 +372,51 @@ pub fn parse(tool: &'static str, strategy: Strategy) -> Config {
         print_and_exit(&text);
     }
     refuse_tag_then_text(&mut cmd, &matches).unwrap_or_else(|e| e.exit());
-    config(strategy, &matches).unwrap_or_else(|e| e.exit())
+    let mut config = config(strategy, &matches).unwrap_or_else(|e| e.exit());
+    if let Err(exit) = read_files_from(&mut config) {
+        std::process::exit(exit as i32)
+    }
+    config
+}
+
+/// Read `--files-from`'s list into `config`: its paths to walk, or the planned
+/// jobs of a `--list` list. A refused name or a list cut short is reported and
+/// the rest hashed (`refused`); `Err` when the list cannot be read at all.
+fn read_files_from(config: &mut Config) -> Result<(), crate::exit::Exit> {
+    use crate::filelist::Listed;
+    let Some((list, nul)) = &config.files_from else {
+        return Ok(());
+    };
+    let (listed, cut) = crate::filelist::read(list, *nul).map_err(|e| {
+        crate::diag::path_error(&e, None);
+        crate::exit::Exit::Failure
+    })?;
+    if let Some(e) = cut {
+        crate::diag::path_error(&e, None);
+        config.refused = true;
+    }
+    match listed {
+        Listed::Jobs(jobs) => config.listed = Some(jobs),
+        Listed::Paths(mut paths) => {
+            // Like GNU `wc --files0-from -`: a list read from stdin cannot
+            // also name stdin (it has been read to the end); refuse each
+            // such name, hash the rest.
+            if list == Path::new("-") {
+                paths.retain(|p| {
+                    let stdin = p == Path::new("-");
+                    if stdin {
+                        crate::show!(
+                            "-: file name '-' not allowed when reading names from standard input"
+                        );
+                        config.refused = true;
+                    }
+                    !stdin
+                });
+            }
+            config.paths.extend(paths);
+        }
+    }
+    Ok(())
 }
 
 /// Why arguments that parsed still give no run.
@@ -416,7 +480,10 @@ fn config(strategy: Strategy, m: &clap::ArgMatches) -> Result<Config, Refused> {
     };
     let engine = Engine::new((strategy.def().runner)(m)?, read);
     let filter = filter(&common)?;
-    Ok(resolve(common, engine, filter))
+    let env = |name: &str| std::env::var(name).ok();
+    let shard = common.scale.shard.map(|s| s.resolve(env)).transpose();
+    let shard = shard.map_err(|why| Refused::Input(format!("--shard: {why}")))?;
+    Ok(resolve(common, engine, filter, shard))
 }
 
 /// The filter of `--exclude`, `--exclude-from` and `-x`: a file that cannot
@@ -450,8 +517,25 @@ fn filter(common: &CommonArgs) -> Result<crate::filter::Filter, Refused> {
         .map_err(|e| Refused::Input(format!("--exclude: {e}")))
 }
 
-fn resolve(common: CommonArgs, engine: Engine, filter: crate::filter::Filter) -> Config {
+fn resolve(
+    common: CommonArgs,
+    engine: Engine,
+    filter: crate::filter::Filter,
+    shard: Option<crate::shard::Shard>,
+) -> Config {
     let c = &common.check;
+    let output = OutputOptions {
+        tag: common.tag,
+        binary: common.binary,
+        zero: common.zero,
+        json: match (common.json, common.json_lines) {
+            (true, _) => Json::Document,
+            (_, true) => Json::Lines,
+            _ => Json::No,
+        },
+        tree: common.tree,
+    };
+    // clap has refused every combination of these that conflicts.
     let mode = if c.check {
         Mode::Check(CheckOptions {
             quiet: c.quiet,
@@ -460,17 +544,16 @@ fn resolve(common: CommonArgs, engine: Engine, filter: crate::filter::Filter) ->
             strict: c.strict,
             ignore_missing: c.ignore_missing,
         })
+    } else if common.scale.merge {
+        Mode::Merge(output)
+    } else if common.scale.list {
+        Mode::List { zero: common.zero }
     } else {
-        Mode::Hash(OutputOptions {
-            tag: common.tag,
-            binary: common.binary,
-            zero: common.zero,
-            json: match (common.json, common.json_lines) {
-                (true, _) => Json::Document,
-                (_, true) => Json::Lines,
-                _ => Json::No,
-            },
-            tree: common.tree,
+        Mode::Hash(HashRun {
+            output,
+            cache: common.cache,
+            shard,
+            strict: c.strict,
         })
     };
     let progress = match (common.progress, common.no_progress) {
@@ -493,9 +576,8 @@ fn resolve(common: CommonArgs, engine: Engine, filter: crate::filter::Filter) ->
         progress,
         engine,
         mode,
-        scale: common.scale.into(),
-        strict: common.check.strict && !common.check.check,
-        cache: common.cache,
+        listed: None,
+        refused: false,
     }
 }
 
@@ -631,12 +713,17 @@ mod tests {
         assert_eq!(threads_config(&["x", "d"]).progress, None);
         assert_eq!(
             threads_config(&["x", "--tag", "-z", "--tree", "d"]).mode,
-            Mode::Hash(OutputOptions {
-                tag: true,
-                binary: false,
-                zero: true,
-                json: Json::No,
-                tree: true
+            Mode::Hash(HashRun {
+                output: OutputOptions {
+                    tag: true,
+                    binary: false,
+                    zero: true,
+                    json: Json::No,
+                    tree: true
+                },
+                cache: None,
+                shard: None,
+                strict: false,
             })
         );
     }
@@ -652,14 +739,48 @@ mod tests {
         ] {
             assert!(cmd().try_get_matches_from(refused).is_err(), "{refused:?}");
         }
-        let c = threads_config(&["x", "--cache", "c", "--strict", "--tree", "--json", "d"]);
-        assert_eq!(c.cache, Some(PathBuf::from("c")));
-        assert!(c.strict);
+        let hash_run = |args: &[&str]| match threads_config(args).mode {
+            Mode::Hash(h) => h,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        let h = hash_run(&["x", "--cache", "c", "--strict", "--tree", "--json", "d"]);
+        assert_eq!(h.cache, Some(PathBuf::from("c")));
+        assert!(h.strict);
         let c = threads_config(&["x", "-c", "--strict", "m"]);
-        assert!(!c.strict, "check mode's --strict is its own");
-        assert!(matches!(c.mode, Mode::Check(o) if o.strict));
-        let c = threads_config(&["x", "--cache", "c", "--shard", "1/2", "--files-from", "l"]);
-        assert!(c.cache.is_some() && !c.strict);
+        assert!(
+            matches!(c.mode, Mode::Check(o) if o.strict),
+            "check mode's --strict is its own"
+        );
+        let h = hash_run(&["x", "--cache", "c", "--shard", "1/2", "--files-from", "l"]);
+        assert!(h.cache.is_some() && !h.strict);
+        assert_eq!(h.shard, Some(crate::shard::Shard { k: 1, n: 2 }));
+    }
+
+    #[test]
+    fn one_mode_is_decided_from_the_options() {
+        assert_eq!(
+            threads_config(&["x", "--list", "-z", "d"]).mode,
+            Mode::List { zero: true }
+        );
+        assert!(matches!(
+            threads_config(&["x", "--merge", "--tag", "s0", "s1"]).mode,
+            Mode::Merge(o) if o.tag
+        ));
+        assert!(matches!(
+            threads_config(&["x", "-c", "m"]).mode,
+            Mode::Check(_)
+        ));
+        assert!(matches!(threads_config(&["x", "d"]).mode, Mode::Hash(h) if h.shard.is_none()));
+        // A --shard that cannot be resolved is refused while parsing, before a walk.
+        let m = command("hash-threads", Strategy::Threads)
+            .try_get_matches_from(["x", "--shard", "auto", "d"])
+            .unwrap();
+        if std::env::var_os("SLURM_ARRAY_TASK_ID").is_none() {
+            let Err(Refused::Input(why)) = config(Strategy::Threads, &m) else {
+                panic!("--shard auto outside an array was accepted")
+            };
+            assert!(why.starts_with("--shard: "), "{why}");
+        }
     }
 
     #[test]
@@ -686,8 +807,8 @@ mod tests {
             assert!(tag_text(ok).is_ok(), "{ok:?}");
         }
         let binary = |args: &[&str]| match tag_text(args).unwrap().mode {
-            Mode::Hash(o) => o.binary,
-            Mode::Check(_) => panic!("not hash mode"),
+            Mode::Hash(h) => h.output.binary,
+            other => panic!("not hash mode: {other:?}"),
         };
         assert!(binary(&["x", "-t", "-b", "f"]));
         assert!(!binary(&["x", "-b", "-t", "f"]));

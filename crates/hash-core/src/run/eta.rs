@@ -64,7 +64,7 @@ const PRIOR_FILE_SECS: f64 = 5e-6;
 /// time ([`Eta::reading_from_disk`]): a 4 KiB file read cold costs a random
 /// read of the disk (on the 2-vCPU guest's virtio disk 100,000 of them took
 /// `hash-serial` 6.4 s, 64 µs each).
-pub const PRIOR_COLD_FILE_SECS: f64 = 50e-6;
+pub(crate) const PRIOR_COLD_FILE_SECS: f64 = 50e-6;
 
 /// A point the counts were at: seconds since the start, files, bytes.
 #[derive(Debug, Clone, Copy)]
@@ -101,7 +101,7 @@ impl Eta {
     /// `files` more files holding `bytes` more bytes to go (a manifest read as
     /// it is checked). The fit so far stays: its fractions were of the smaller
     /// totals, so the time left is an estimate for what is known, not more.
-    pub fn add_total(&mut self, files: u64, bytes: u64) {
+    pub(crate) fn add_total(&mut self, files: u64, bytes: u64) {
         self.files_total += files;
         self.bytes_total += bytes;
     }
@@ -131,7 +131,7 @@ impl Eta {
     /// policy's to find once small files are read (a cold disk read shared
     /// between the two readers such a pool starts with doubled the time left
     /// that `hash-threads` and `hash-async` showed at 40 % of a cold run).
-    pub fn reading_from_disk(&mut self) {
+    pub(crate) fn reading_from_disk(&mut self) {
         self.prior = PRIOR_COLD_FILE_SECS;
     }
 

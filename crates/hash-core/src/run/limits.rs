@@ -22,11 +22,11 @@ pub fn opt_in() {
 /// Stack reserved for each thread the library starts. Hashing needs little
 /// (the deepest frame holds a 64 KiB buffer); reserving less than std's
 /// 2 MiB lets many threads start under a low `ulimit -v`.
-pub const THREAD_STACK: usize = 512 * 1024;
+pub(crate) const THREAD_STACK: usize = 512 * 1024;
 
 /// A builder for the library's threads (see [`THREAD_STACK`]): spawning
 /// through it returns an error where `std::thread::spawn` would panic.
-pub fn thread_builder() -> std::thread::Builder {
+pub(crate) fn thread_builder() -> std::thread::Builder {
     std::thread::Builder::new().stack_size(THREAD_STACK)
 }
 
@@ -34,7 +34,7 @@ pub fn thread_builder() -> std::thread::Builder {
 /// leave room under a `ulimit -v` (`crate::room::leaves_room`): then the
 /// error a refused spawn gives, so that a pool starts fewer threads, as it
 /// does when the kernel refuses one, instead of taking the last room.
-pub fn spawn_scoped<'scope, F, T>(
+pub(crate) fn spawn_scoped<'scope, F, T>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     f: F,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>>
@@ -65,7 +65,7 @@ pub fn raise_open_file_limit() {
 /// less those open now (counted in `/proc/self/fd`). `None` when either
 /// cannot be read, or there is no limit. It reads the limit, never changes
 /// it, so the library may ask.
-pub fn free_descriptors() -> Option<usize> {
+pub(crate) fn free_descriptors() -> Option<usize> {
     use rustix::process::{getrlimit, Resource};
     let limit = getrlimit(Resource::Nofile).current?;
     // (The directory's own descriptor is among those listed.)

@@ -84,27 +84,6 @@ pub struct ScaleArgs {
     pub merge: bool,
 }
 
-/// What `--list`, `--shard` and `--merge` asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Scale {
-    /// `--list`.
-    pub list: bool,
-    /// `--shard`, not yet resolved against the environment.
-    pub shard: Option<ShardArg>,
-    /// `--merge`.
-    pub merge: bool,
-}
-
-impl From<ScaleArgs> for Scale {
-    fn from(a: ScaleArgs) -> Self {
-        Scale {
-            list: a.list,
-            shard: a.shard,
-            merge: a.merge,
-        }
-    }
-}
-
 /// Shard `k` of `n`, `k < n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {

@@ -62,7 +62,7 @@ pub enum IoMode {
 
 /// `hash-async`'s choice of I/O.
 #[derive(Debug, clap::Args)]
-pub struct IoArgs {
+pub(crate) struct IoArgs {
     /// File I/O: io_uring, tokio's blocking pool, or auto.
     ///
     /// File I/O: io_uring (many opens and reads in flight from few threads),
@@ -73,7 +73,7 @@ pub struct IoArgs {
 
 impl IoArgs {
     /// The clap id of `--io`.
-    pub const ID: &'static str = "io";
+    pub(crate) const ID: &'static str = "io";
 }
 
 /// The async strategy and its settings.

@@ -1,9 +1,9 @@
 //! The four ways of hashing a planned list of files, behind one signature.
 //!
-//! Every strategy is a [`Runner`]: a value that carries its own settings
+//! Every strategy is a `Runner`: a value that carries its own settings
 //! (built once from the command line by its module's [`Def`]), takes a slice
-//! of [`Job`]s and reports each file's [`Outcome`] to one `sink`, tagged with
-//! the job's index. The program holds it inside an [`Engine`], with the read
+//! of [`Job`]s and reports each file's `Outcome` to one `sink`, tagged with
+//! the job's index. The program holds it inside an `Engine`, with the read
 //! policy, and every mode runs that one value.
 //! Results arrive in whatever order the strategy finishes them; the caller (the
 //! single writer in [`crate::output`]) restores the planned order. So output,
@@ -48,12 +48,12 @@ pub struct Job {
     pub rel: usize,
     /// The walked parent directory, kept open so the file is opened relative
     /// to it (`None`: opened by its full path).
-    pub dir: Option<DirFd>,
+    pub(crate) dir: Option<DirFd>,
 }
 
 /// An open directory, shared by the files walked in it.
 #[derive(Debug, Clone)]
-pub struct DirFd(pub Arc<OwnedFd>);
+pub(crate) struct DirFd(pub Arc<OwnedFd>);
 
 impl PartialEq for DirFd {
     fn eq(&self, other: &DirFd) -> bool {
@@ -77,7 +77,7 @@ impl Job {
 
     /// How to hash this job in the run that shares `reading`: see
     /// [`hasher::Request`].
-    pub fn request<'a>(
+    pub(crate) fn request<'a>(
         &'a self,
         reading: &'a Reading,
         on_block: Option<&'a dyn hasher::OnBlock>,
@@ -92,23 +92,23 @@ impl Job {
     }
 
     /// The path below its root, as raw bytes.
-    pub fn rel_path(&self) -> &[u8] {
+    pub(crate) fn rel_path(&self) -> &[u8] {
         &crate::escape::path_bytes(&self.path)[self.rel..]
     }
 }
 
 /// What hashing one file gave.
-pub type Outcome = Result<FileDigest, ErrorKind>;
+pub(crate) type Outcome = Result<FileDigest, ErrorKind>;
 
 /// Where results go: called on the calling thread, once per job, in any order.
 /// Returning `Break` (the reader of our output went away) stops the run early.
-pub type Sink<'a> = dyn FnMut(usize, Outcome) -> ControlFlow<()> + 'a;
+pub(crate) type Sink<'a> = dyn FnMut(usize, Outcome) -> ControlFlow<()> + 'a;
 
 /// One strategy with its own settings (its worker count, `hash-async`'s I/O
 /// mode): one implementation per strategy module, built from the command
 /// line by that module's [`Def`]. The rest of the program holds it inside an
 /// [`Engine`] and never looks at which strategy it is.
-pub trait Runner: std::fmt::Debug + Send + Sync {
+pub(crate) trait Runner: std::fmt::Debug + Send + Sync {
     /// Which strategy this is.
     fn strategy(&self) -> Strategy;
 
@@ -136,7 +136,7 @@ pub trait Runner: std::fmt::Debug + Send + Sync {
 
 /// What a run says about itself beyond its results.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ran {
+pub(crate) struct Ran {
     /// How the I/O was done, for `--stats`, by strategies that have a choice
     /// (`io_uring`, or `pool` and why).
     pub io: Option<String>,
@@ -155,7 +155,7 @@ pub struct Ran {
 /// hashing, check mode, `--files-from` and `--shard` all run this same value,
 /// so no mode can fall back to defaults the user did not ask for.
 #[derive(Debug)]
-pub struct Engine {
+pub(crate) struct Engine {
     runner: Box<dyn Runner>,
     read: ReadPolicy,
 }
@@ -177,12 +177,13 @@ impl Engine {
     }
 
     /// See [`Runner::reads_one_at_a_time`].
-    pub fn reads_one_at_a_time(&self) -> bool {
+    pub(crate) fn reads_one_at_a_time(&self) -> bool {
         self.runner.reads_one_at_a_time()
     }
 
     /// How it reads files.
-    pub fn read_policy(&self) -> ReadPolicy {
+    #[cfg(test)]
+    pub(crate) fn read_policy(&self) -> ReadPolicy {
         self.read
     }
 
@@ -197,9 +198,15 @@ impl Engine {
         self.runner.run(files, reading, sink)
     }
 
+    /// The strategy with its settings, as a [`Runner`] that a decorator (the
+    /// cache) can wrap.
+    pub(crate) fn runner(&self) -> &dyn Runner {
+        &*self.runner
+    }
+
     /// Let the strategy start what its next run needs while the caller walks
     /// (see [`Runner::start_early`]).
-    pub fn start_early(&self) {
+    pub(crate) fn start_early(&self) {
         self.runner.start_early(self.read);
     }
 }
@@ -207,7 +214,7 @@ impl Engine {
 /// A concurrency strategy: the name of one way of running, and the key to its
 /// [`Def`].
 ///
-/// A fifth strategy is a module with its `DEF` and its [`Runner`], a variant
+/// A fifth strategy is a module with its `DEF` and its `Runner`, a variant
 /// here with its entry in `ALL` and its arm in `Strategy::def` (the compiler
 /// asks for it), and a four-line binary crate: see docs/architecture.md.
 // `ValueEnum` lists the variants for the test that `ALL` has them all (and
@@ -238,7 +245,7 @@ pub struct Def {
     /// Adds the strategy's own options (`-j`, `--io`) to the command line.
     pub args: fn(clap::Command) -> clap::Command,
     /// Builds its [`Runner`] from the parsed command line.
-    pub runner: fn(&clap::ArgMatches) -> Result<Box<dyn Runner>, clap::Error>,
+    pub(crate) runner: fn(&clap::ArgMatches) -> Result<Box<dyn Runner>, clap::Error>,
     /// Runs this process as a helper the strategy started (`hash-procs`'
     /// worker processes) and returns its exit code; `None`: an ordinary run.
     pub helper: fn() -> Option<std::process::ExitCode>,
@@ -264,7 +271,7 @@ impl Strategy {
     ];
 
     /// The module that implements it describes it.
-    pub fn def(self) -> &'static Def {
+    pub(crate) fn def(self) -> &'static Def {
         match self {
             Strategy::Serial => &serial::DEF,
             Strategy::Threads => &threads::DEF,
@@ -320,7 +327,7 @@ impl Strategy {
 /// `-j/--jobs`, as in make and xargs, for the strategies with workers (in the
 /// code the count is always called `workers`).
 #[derive(Debug, clap::Args)]
-pub struct JobsArgs {
+pub(crate) struct JobsArgs {
     /// Number of workers [default: CPUs available].
     #[arg(help_heading = "Performance", short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub workers: Option<u32>,
@@ -337,10 +344,10 @@ pub struct JobsArgs {
 
 impl JobsArgs {
     /// The clap id of `-j`.
-    pub const ID: &'static str = "workers";
+    pub(crate) const ID: &'static str = "workers";
 
     /// Add `-j` to `cmd`, saying in its help what one worker is.
-    pub fn augment(cmd: clap::Command, worker: &str) -> clap::Command {
+    pub(crate) fn augment(cmd: clap::Command, worker: &str) -> clap::Command {
         use clap::Args;
         let short = worker.split(" (").next().unwrap_or(worker);
         let help = format!("Number of {short} [default: CPUs available]");
@@ -357,7 +364,7 @@ impl JobsArgs {
     }
 
     /// `--max-in-flight`, if given.
-    pub fn max_in_flight(m: &clap::ArgMatches) -> Result<Option<usize>, clap::Error> {
+    pub(crate) fn max_in_flight(m: &clap::ArgMatches) -> Result<Option<usize>, clap::Error> {
         use clap::FromArgMatches;
         Ok(JobsArgs::from_arg_matches(m)?
             .max_in_flight
@@ -366,7 +373,7 @@ impl JobsArgs {
 }
 
 /// The number of CPUs this process may use.
-pub fn default_workers() -> usize {
+pub(crate) fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -15,7 +15,7 @@
 //! of the read's own open (measured: docs/findings.md, "Read order on a
 //! disk that seeks"). Next to a seek that is nothing; where data is cached,
 //! or the storage does not seek, it is pure loss. So `--read-order auto`
-//! (the default) sorts only when [`pays`]: the storage says it spins, the
+//! (the default) sorts only when `pays`: the storage says it spins, the
 //! depth policy found that it seeks (see `inflight::SeekTest`) and settled
 //! at one or two reads in flight, and reads waited for the disk since the
 //! last look. `--read-order disk` always sorts, `planned` never does.
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::Job;
-pub use crate::hasher::ReadOrder;
+pub(crate) use crate::hasher::ReadOrder;
 use crate::hasher::{self, Reading};
 use crate::inflight::{Policy, Shared, Storage};
 
@@ -47,7 +47,7 @@ pub(super) const LOOK_EVERY: usize = 256;
 /// offset, by inode number where FIEMAP is not supported, or unknown (the
 /// file could not be opened: its read reports why, first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Key {
+pub(crate) enum Key {
     /// Not opened: read first, so its error comes early and costs nothing.
     Unknown,
     /// The physical byte offset of the file's first extent.
@@ -58,7 +58,7 @@ pub enum Key {
 }
 
 /// The key of `job`, opened with the same checks as its read.
-pub fn key(job: &Job, reading: &Reading) -> Key {
+pub(crate) fn key(job: &Job, reading: &Reading) -> Key {
     let Ok(opened) = hasher::open(&job.request(reading, None)) else {
         return Key::Unknown;
     };
@@ -99,7 +99,7 @@ const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 
 /// The physical offset of the first extent of the open file `fd`: `None`
 /// when it has none (an empty file, or data not yet allocated).
-pub fn first_extent(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
+pub(crate) fn first_extent(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
     let mut map = Fiemap {
         length: u64::MAX,
         extent_count: 1,
@@ -122,7 +122,7 @@ pub fn first_extent(fd: BorrowedFd<'_>) -> io::Result<Option<u64>> {
 }
 
 /// Sort `ids` by `key`; equal keys keep their planned order.
-pub fn sort_by_key(ids: &mut [usize], mut key: impl FnMut(usize) -> Key) {
+pub(crate) fn sort_by_key(ids: &mut [usize], mut key: impl FnMut(usize) -> Key) {
     let mut keyed: Vec<(Key, usize)> = ids.iter().map(|&i| (key(i), i)).collect();
     keyed.sort_by_key(|&(k, _)| k);
     for (slot, (_, i)) in ids.iter_mut().zip(keyed) {
@@ -135,14 +135,14 @@ pub fn sort_by_key(ids: &mut [usize], mut key: impl FnMut(usize) -> Key) {
 /// all only on a disk whose reads wait like a seek's: on a virtio disk that
 /// says it spins the cap stays open), and reads `waited` for the disk since
 /// the last look (cached data gains nothing).
-pub fn pays(storage: Storage, depth: usize, waited: bool) -> bool {
+pub(crate) fn pays(storage: Storage, depth: usize, waited: bool) -> bool {
     storage == Storage::Rotational && depth <= 2 && waited
 }
 
 /// How a run reads its files in the disk's order, if it may: the user's
 /// choice and what the auto rule looks at. Counted for `--stats`.
 #[derive(Debug)]
-pub struct DiskOrder<'a> {
+pub(crate) struct DiskOrder<'a> {
     order: ReadOrder,
     storage: Storage,
     /// The depth policy, and the reads that waited for the disk, if the run
@@ -188,7 +188,7 @@ impl<'a> DiskOrder<'a> {
     /// storage, and the policy only if it is a cap (a disk that says it
     /// spins, no `--max-in-flight`), the one with the seek test that the
     /// auto rule needs.
-    pub fn for_run(order: ReadOrder, depth: Option<&'a Shared>) -> Option<Self> {
+    pub(crate) fn for_run(order: ReadOrder, depth: Option<&'a Shared>) -> Option<Self> {
         let storage = depth.map_or(Storage::Unknown, Shared::storage);
         let policy = depth.filter(|p| p.is_cap()).map(|p| p as &dyn Policy);
         DiskOrder::new(order, storage, policy)
@@ -211,14 +211,14 @@ impl<'a> DiskOrder<'a> {
 
     /// Whether files come from sorted chunks now: then only
     /// [`DiskOrder::next`] may hand them out.
-    pub fn sorting(&self) -> bool {
+    pub(crate) fn sorting(&self) -> bool {
         self.active.load(Ordering::Relaxed)
     }
 
     /// The planned files `start..end` were claimed at once, past the sorted
     /// chunks: look, as [`DiskOrder::next`] does every `LOOK_EVERY` files,
     /// whether the disk's order pays now.
-    pub fn claimed(&self, start: usize, end: usize) {
+    pub(crate) fn claimed(&self, start: usize, end: usize) {
         if end / LOOK_EVERY > start / LOOK_EVERY && self.wanted() {
             self.active.store(true, Ordering::Relaxed);
         }
@@ -301,7 +301,7 @@ impl<'a> DiskOrder<'a> {
     }
 
     /// Whether the sorted chunk still holds files.
-    pub fn has_more(&self) -> bool {
+    pub(crate) fn has_more(&self) -> bool {
         self.left.load(Ordering::Relaxed) > 0
     }
 
@@ -352,7 +352,7 @@ impl<'a> DiskOrder<'a> {
 /// before the run when the user asked for it (`--read-order disk`), with the
 /// `--stats` line: for the runs that hand out a whole list they hold
 /// (`hash-procs`' parent, `hash-async`'s blocking pool).
-pub fn sorted_plan(
+pub(crate) fn sorted_plan(
     order: ReadOrder,
     files: &[Job],
     planned: Vec<usize>,

@@ -98,7 +98,7 @@ impl Runner for Threads {
 /// virtio-disk VMs this project is measured on, the cold-read rate of 4 KiB
 /// files kept growing up to 32–128 reads in flight (about 10 k files/s at 1,
 /// 24–38 k at 32, 43–56 k at 128).
-pub const MAX_READERS: usize = 128;
+pub(crate) const MAX_READERS: usize = 128;
 
 /// Readers a pool may have at once: [`MAX_READERS`], or fewer when the
 /// open-file limit leaves fewer descriptors (each reader holds a file open;

@@ -78,7 +78,8 @@ const BATCH: usize = 256;
 /// seeks, so that tests can drive the seek test, and the cap it starts, on
 /// any disk that says it spins. It gives the seek test exactly this wait,
 /// so it does not test how a wait is divided among the reads served.
-pub const HOOK_SEEK_MS: &str = "HASHRACE_TEST_SEEK_MS";
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) const HOOK_SEEK_MS: &str = "HASHRACE_TEST_SEEK_MS";
 
 /// [`HOOK_SEEK_MS`]'s wait, if set.
 fn test_seek() -> Option<Duration> {

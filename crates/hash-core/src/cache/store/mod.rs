@@ -27,11 +27,12 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::rule::Entry;
 
-pub use pack::{entries, seg_check};
+pub use pack::entries;
+pub(crate) use pack::seg_check;
 use segment::{take_overlapping, Loaded, Packer, Seg};
 
 /// `PRAGMA application_id` of a hashrace cache ("HRC1").
-pub const APPLICATION_ID: i32 = 0x4852_4331;
+pub(crate) const APPLICATION_ID: i32 = 0x4852_4331;
 
 /// `PRAGMA user_version`: the schema this build reads and writes.
 pub const SCHEMA_VERSION: i32 = 2;
@@ -299,7 +300,7 @@ impl Store {
     /// entries ([`entries`] reads them), `None` when the segment's check
     /// fails.
     /// Returns the segments that failed their check.
-    pub fn scan(
+    pub(crate) fn scan(
         &self,
         prefix: &[u8],
         mut segment: impl FnMut(&[u8], Option<&[u8]>) -> bool,
@@ -327,7 +328,7 @@ impl Store {
 
     /// Delete the segments of `damaged` that are still as they were found
     /// (a write since may have replaced one), in one transaction.
-    pub fn drop_damaged(&mut self, damaged: &[Damaged]) -> rusqlite::Result<()> {
+    pub(crate) fn drop_damaged(&mut self, damaged: &[Damaged]) -> rusqlite::Result<()> {
         self.write(|tx| {
             let mut stmt = tx.prepare_cached(
                 "DELETE FROM segments WHERE dir = ?1 AND first = ?2 AND seg_check IS ?3",
@@ -356,7 +357,7 @@ impl Store {
 
     /// Whether any directory whose key starts with `prefix` (which ends in
     /// `/`) has entries. A failed query says yes: the scan will say why.
-    pub fn holds_any(&self, prefix: &[u8]) -> bool {
+    pub(crate) fn holds_any(&self, prefix: &[u8]) -> bool {
         let any = || -> rusqlite::Result<bool> {
             let mut stmt = self
                 .conn
@@ -463,7 +464,7 @@ impl Store {
 
 /// A segment that failed its check, as a scan found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Damaged {
+pub(crate) struct Damaged {
     dir: Vec<u8>,
     first: Vec<u8>,
     /// The check it holds (`None`: not even a number).

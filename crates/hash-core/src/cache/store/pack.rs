@@ -103,7 +103,7 @@ pub fn entries(packed: &[u8]) -> impl Iterator<Item = (&[u8], Entry)> + '_ {
 /// files misses, not lies. (XXH3 is specified and stable across versions,
 /// and checks a segment in microseconds; SHA-256 over the segments of a
 /// million 64-byte files took a third of the time recording them took.)
-pub fn seg_check(dir: &[u8], first: &[u8], last: &[u8], packed: &[u8]) -> i64 {
+pub(crate) fn seg_check(dir: &[u8], first: &[u8], last: &[u8], packed: &[u8]) -> i64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for field in [dir, first, last, packed] {
         h.update(&(field.len() as u64).to_le_bytes());

@@ -62,13 +62,13 @@ impl std::ops::DerefMut for ReadBuf {
 /// A fresh read buffer of a hashing worker: a [`ReadBuf`], or a small one
 /// where no address space is left for it (a low `ulimit -v`): slower, never
 /// wrong.
-pub fn new_buffer() -> Buffer {
+pub(crate) fn new_buffer() -> Buffer {
     ReadBuf::new().map_or_else(|_| Buffer::small(), Buffer::Huge)
 }
 
 /// Size of the buffer of a reader added only to keep more reads in flight
 /// (see [`Buffer::Small`]).
-pub const SMALL_BUF_SIZE: usize = 64 * 1024;
+pub(crate) const SMALL_BUF_SIZE: usize = 64 * 1024;
 
 /// A worker's read buffer: the huge-page one of a hashing worker, or a small
 /// plain one for the extra readers a pool adds while files wait for the disk.
@@ -76,9 +76,9 @@ pub const SMALL_BUF_SIZE: usize = 64 * 1024;
 /// the limit; 64 of them cost 4 MiB instead of 128.
 #[derive(Debug)]
 pub enum Buffer {
-    /// A [`ReadBuf`] (2 MiB of memory, [`READ_BUF_SIZE`] used).
+    /// A `ReadBuf` (2 MiB of memory, [`READ_BUF_SIZE`] used).
     Huge(ReadBuf),
-    /// [`SMALL_BUF_SIZE`] bytes on the heap.
+    /// `SMALL_BUF_SIZE` bytes on the heap.
     Small(Box<[u8]>),
 }
 

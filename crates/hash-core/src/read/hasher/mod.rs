@@ -35,9 +35,13 @@ use crate::error::ErrorKind;
 use crate::stamp::Held;
 use crate::striped::Striped;
 
-pub use buffers::{new_buffer, Buffer, ReadBuf, SMALL_BUF_SIZE};
-pub use open::{checked_file, open, open_dir, open_in, Opened};
-pub use stamps::stamped;
+pub(crate) use buffers::new_buffer;
+pub use buffers::Buffer;
+#[cfg(feature = "async")]
+pub(crate) use open::checked_file;
+pub(crate) use open::open;
+pub(crate) use open::{open_dir, Opened};
+pub(crate) use stamps::stamped;
 
 use large::hash_cached;
 use stamps::stamp_delay_hook;
@@ -53,7 +57,7 @@ pub(crate) const DISK_WAIT: std::time::Duration = std::time::Duration::from_micr
 
 /// How files are read, whatever the strategy: a policy the engine is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ReadPolicy {
+pub(crate) struct ReadPolicy {
     /// How large files already in the page cache reach SHA-256 (see
     /// `crate::datapath`); `--no-mmap` is `DataPath::Read`. Mapping also
     /// needs the binary to have installed the `SIGBUS` handler
@@ -71,7 +75,7 @@ pub struct ReadPolicy {
 
 /// The order a run reads its files in, as the command line asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ReadOrder {
+pub(crate) enum ReadOrder {
     /// The planned order, or the disk's order on a disk found to seek.
     #[default]
     Auto,
@@ -115,7 +119,7 @@ pub struct Reading {
 
 impl Reading {
     /// The shared state of a run that reads by `policy`.
-    pub fn new(policy: ReadPolicy) -> Reading {
+    pub(crate) fn new(policy: ReadPolicy) -> Reading {
         Reading {
             policy,
             chooser: Chooser::new(policy.path),
@@ -126,14 +130,14 @@ impl Reading {
     /// The way large cached files went, once known (see
     /// `crate::datapath`), and the timed segments that decided it; no way
     /// when no file took one.
-    pub fn data_path(&self) -> (Option<crate::datapath::Way>, crate::datapath::Samples) {
+    pub(crate) fn data_path(&self) -> (Option<crate::datapath::Way>, crate::datapath::Samples) {
         let took = self.took_data_path.load(Ordering::Relaxed);
         let way = self.chooser.decided().filter(|_| took);
         (way, self.chooser.samples())
     }
 
     /// The policy this run reads by.
-    pub fn policy(&self) -> ReadPolicy {
+    pub(crate) fn policy(&self) -> ReadPolicy {
         self.policy
     }
 
@@ -148,7 +152,7 @@ impl Reading {
     }
 
     /// Bytes this run's hashers have fed to SHA-256 so far.
-    pub fn bytes_read(&self) -> u64 {
+    pub(crate) fn bytes_read(&self) -> u64 {
         self.bytes.get()
     }
 
@@ -165,13 +169,13 @@ impl Reading {
     }
 
     /// Whether a large file's data had to come from the disk.
-    pub fn saw_uncached(&self) -> bool {
+    pub(crate) fn saw_uncached(&self) -> bool {
         self.uncached.load(Ordering::Relaxed)
     }
 
     /// Count the calling thread as one of the run's hashers while the
     /// returned guard lives.
-    pub fn hashing(&self) -> Hashing<'_> {
+    pub(crate) fn hashing(&self) -> Hashing<'_> {
         self.hashers.fetch_add(1, Ordering::Relaxed);
         Hashing(self)
     }
@@ -191,19 +195,20 @@ pub struct FileDigest {
     /// Bytes read (the file's size at the time it was read).
     pub size: u64,
     /// The file's metadata when opened and after it was read, when the read
-    /// policy asks for it ([`ReadPolicy::stamps`]) and `fstat` gave it.
+    /// policy asks for it (`ReadPolicy::stamps`) and `fstat` gave it.
     pub held: Option<Held>,
 }
 
 impl FileDigest {
     /// The digest as 64 lowercase hex digits.
-    pub fn hex(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn hex(&self) -> String {
         hex(&self.digest)
     }
 }
 
 /// Lowercase hex of some bytes (`--json`, tree digests, manifests; output
-/// lines use [`hex_digits`]).
+/// lines use `hex_digits`).
 pub fn hex(bytes: &[u8]) -> String {
     ::hex::encode(bytes)
 }
@@ -211,7 +216,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// A digest's 64 lowercase hex digits, on the stack: an output line takes no
 /// allocation for them. Building a `String` per line was 2.4 % of
 /// `hash-serial`'s samples on 12,000 warm files of 3 KiB (`perf record`).
-pub fn hex_digits(digest: &[u8; 32]) -> [u8; 64] {
+pub(crate) fn hex_digits(digest: &[u8; 32]) -> [u8; 64] {
     let mut text = [0; 64];
     // Cannot fail: 64 bytes are exactly two digits for each of 32.
     let _ = ::hex::encode_to_slice(digest, &mut text);
@@ -286,7 +291,7 @@ pub fn hash_reader(mut reader: impl Read, buf: &mut [u8]) -> io::Result<FileDige
 
 /// How one file is to be hashed: everything but the buffer.
 #[derive(Clone, Copy)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// The file's path (its last component is opened in `dir` when given).
     pub path: &'a Path,
     /// The walked parent directory, open, if the walk kept it.
@@ -304,7 +309,7 @@ pub struct Request<'a> {
 /// What a read that waits for the disk tells the strategy that made it
 /// ([`Request::on_block`]). A closure taking the wait is one that never
 /// asks for a probe.
-pub trait OnBlock {
+pub(crate) trait OnBlock {
     /// A file's read waited `wait` for the disk (heard at most once a file).
     fn waited(&self, wait: std::time::Duration);
 
@@ -343,7 +348,8 @@ impl std::fmt::Debug for Request<'_> {
 
 impl<'a> Request<'a> {
     /// A plain request of a run: no directory, no blocking hook.
-    pub fn new(path: &'a Path, follow: bool, reading: &'a Reading) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(path: &'a Path, follow: bool, reading: &'a Reading) -> Self {
         Request {
             path,
             dir: None,
@@ -355,7 +361,7 @@ impl<'a> Request<'a> {
 }
 
 /// Open and hash the file `req` names into `buf`.
-pub fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
+pub(crate) fn hash(req: &Request<'_>, buf: &mut [u8]) -> Result<FileDigest, ErrorKind> {
     Ok(hash_opened(&open(req)?, buf, req.reading, req.on_block)?)
 }
 
@@ -369,7 +375,7 @@ pub const MAP_MIN: u64 = 1024 * 1024;
 /// hashing already, it would just take turns with them.
 /// Made by [`Reading::hashing`].
 #[derive(Debug)]
-pub struct Hashing<'r>(&'r Reading);
+pub(crate) struct Hashing<'r>(&'r Reading);
 
 impl Drop for Hashing<'_> {
     fn drop(&mut self) {
@@ -392,7 +398,7 @@ impl Drop for Hashing<'_> {
 /// per file), whatever its size: more
 /// readers help cold 8 MiB files too (measured: cold shards-quick took 17 %
 /// longer when only files under 1 MiB could add readers).
-pub fn hash_opened(
+pub(crate) fn hash_opened(
     opened: &Opened,
     buf: &mut [u8],
     reading: &Reading,

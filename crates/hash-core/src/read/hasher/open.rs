@@ -20,7 +20,7 @@ const SEQUENTIAL_HINT_MIN: u64 = 4 * 1024 * 1024;
 
 /// An open regular file and the size `fstat` gave it.
 #[derive(Debug)]
-pub struct Opened {
+pub(crate) struct Opened {
     /// The file, open for reading.
     pub file: File,
     /// Its size when opened: lets the read loop stop without a last `read`
@@ -110,7 +110,7 @@ fn open_path_at(dir: BorrowedFd<'_>, path: &Path, follow: bool) -> Result<Opened
 /// Open the directory `path`, however long: a path the kernel refuses as
 /// too long (`ENAMETOOLONG`, over `PATH_MAX`) is opened one component at a
 /// time, each relative to the last, as the kernel would resolve it.
-pub fn open_dir(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn open_dir(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
     use rustix::fs::{open, openat, CWD};
     use std::path::Component;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -143,7 +143,7 @@ pub fn open_dir(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
 /// link), with the same rules as `open_path`. Opening relative to the
 /// parent's descriptor skips the lookup of every ancestor, which is most of
 /// the cost of opening a small file by its full path.
-pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
+pub(crate) fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => checked_file(File::from(fd)),
@@ -154,7 +154,7 @@ pub fn open_in(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Opened, ErrorKind> {
 
 /// Check an opened file as `open_path` does: a regular file (with the
 /// sequential hint when large), its size and stamp.
-pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
+pub(crate) fn checked_file(file: File) -> Result<Opened, ErrorKind> {
     use rustix::fs::FileType;
     // fstat, not std's statx(fd, "", AT_EMPTY_PATH): no empty-path lookup.
     let st = rustix::fs::fstat(&file).map_err(io::Error::from)?;
@@ -187,7 +187,7 @@ pub fn checked_file(file: File) -> Result<Opened, ErrorKind> {
 /// closes soon; a failure with none, or after `DESCRIPTORS_WAIT`, is the
 /// file's error. Without this, on sshfs under `ulimit -n 20`, `hash-threads
 /// --max-in-flight 17` reported most of 308 files as "Too many open files".
-pub fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
+pub(crate) fn open(req: &Request<'_>) -> Result<Opened, ErrorKind> {
     let mut pause = std::time::Duration::from_micros(100);
     let mut waited = std::time::Duration::ZERO;
     loop {

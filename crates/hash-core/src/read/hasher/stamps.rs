@@ -44,7 +44,7 @@ pub(super) fn stamp_delay_hook(size: u64) {
 
 /// `digest`, of `opened`, with the file's stamps when the policy asks for
 /// them (see [`ReadPolicy::stamps`](super::ReadPolicy::stamps)).
-pub fn stamped(digest: FileDigest, opened: &Opened, reading: &Reading) -> FileDigest {
+pub(crate) fn stamped(digest: FileDigest, opened: &Opened, reading: &Reading) -> FileDigest {
     if !reading.policy.stamps {
         return digest;
     }

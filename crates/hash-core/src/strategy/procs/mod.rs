@@ -1,7 +1,7 @@
 //! A pool of worker processes, fed file paths over pipes.
 //!
 //! The parent re-executes its own binary as workers, marked by the
-//! environment variable [`WORKER_ENV`] (see [`is_worker`]; no argument can
+//! environment variable `WORKER_ENV` (see `is_worker`; no argument can
 //! turn a run into a worker). Each worker reads requests on stdin — a job id,
 //! a follow flag and the raw bytes of a path, length-prefixed so any name
 //! survives — and answers on stdout with the id and either the digest and
@@ -39,7 +39,7 @@
 //!   Ctrl-C reaches the whole process group.
 //!
 //! The first workers start before the walk, on the core it leaves idle
-//! ([`Procs::start_early`]); the run takes those started as it would start
+//! (`Procs::start_early`); the run takes those started as it would start
 //! them and kills the others.
 //!
 //! The code is in three parts: `wire`, the byte format of requests and
@@ -53,7 +53,7 @@ mod worker;
 
 use std::sync::{Arc, Mutex};
 
-pub use worker::worker_main;
+pub(crate) use worker::worker_main;
 
 use super::order::sorted_plan;
 use super::{clamp_workers, largest_first, Def, Job, JobsArgs, Ran, Runner, Sink, Strategy};
@@ -229,7 +229,7 @@ fn readers_each(workers: usize) -> usize {
 
 /// Set, to the parent's pid, in the environment of the workers a `hash-procs`
 /// starts.
-pub const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
+pub(crate) const WORKER_ENV: &str = "HASHRACE_PROCS_WORKER";
 
 /// Files a worker holds per reader it runs when there is work: one being
 /// read, one queued, so no reader waits for the parent between two files.
@@ -277,7 +277,7 @@ fn parent_is_named() -> bool {
 /// `/proc/PID/exe`). An environment variable left over in a shell, or a
 /// `hash-procs` started by anything but `hash-procs`, is therefore an
 /// ordinary run.
-pub fn is_worker() -> bool {
+pub(crate) fn is_worker() -> bool {
     use std::os::unix::fs::MetadataExt;
     if !parent_is_named() {
         return false;

@@ -91,7 +91,7 @@ fn every_read_waits() -> bool {
 }
 
 /// The worker's main loop: answer requests until stdin closes.
-pub fn worker_main() -> ExitCode {
+pub(crate) fn worker_main() -> ExitCode {
     #[cfg(any(test, feature = "test-hooks"))]
     let abort_on = std::env::var_os(HOOK_ABORT);
     #[cfg(not(any(test, feature = "test-hooks")))]
