@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -156,20 +156,19 @@ fn cgroup_drop_removes_it() {
 fn cgroup_drop_removes_it_while_in_use() {
     let Some(g) = group(64 * MIB) else { return };
     let path = g.path().to_path_buf();
-    let mut cmd = g.command(hash_bench(), "sleep");
-    cmd.arg("60").stdin(Stdio::null());
+    // sh says so once in-cgroup has moved it in and exec'd it; exec keeps the pid.
+    let mut cmd = g.command(hash_bench(), "sh");
+    cmd.args(["-c", "echo started; exec sleep 60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    // The child moves itself in after spawn returns: wait (bounded) until it has.
-    let pid = child.id().to_string();
-    let mut procs = String::new();
-    for _ in 0..1000 {
-        procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap();
-        if procs.trim() == pid {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert_eq!(procs.trim(), pid);
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "started\n");
+    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap();
+    assert_eq!(procs.trim(), child.id().to_string());
     drop(g);
     let gone = !path.exists();
     child.kill().unwrap();
