@@ -14,8 +14,8 @@ case $TARGET in /*) ;; *) TARGET=$REPO/$TARGET ;; esac
 LOCKED=()
 [[ -f $REPO/Cargo.lock ]] && LOCKED=(--locked)
 
-# Quiet unless it has work to do: a second run, or --help, costs a second.
-printf '== build\ncargo build --release %s-p hash-bench\n' "${LOCKED[*]:+${LOCKED[*]} }"
+# Quiet (errors still show): once built, a second run or --help costs a second.
+printf '== build (hash-bench)\ncargo build --release %s-p hash-bench\n' "${LOCKED[*]:+${LOCKED[*]} }"
 (cd "$REPO" && CARGO_TARGET_DIR=$TARGET cargo build --quiet --release "${LOCKED[@]}" -p hash-bench)
 # Paths in the arguments stay relative to where the script was started.
 exec "$TARGET/release/hash-bench" bench --repo "$REPO" --target-dir "$TARGET" "$@"

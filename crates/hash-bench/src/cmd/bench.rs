@@ -325,7 +325,7 @@ impl Sweeper {
             .map(crate::plan::programs::hasher_binary)
             .collect();
         if self.a.bin_dir.is_none() {
-            step("build");
+            step("build (the hashers)");
             println!("cargo build --release --locked -p each hasher");
             for h in &hashers {
                 let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or("cargo".into()));
