@@ -588,4 +588,77 @@ mod tests {
             format!("{}: No such file or directory", r.join("nope").display())
         );
     }
+
+    /// Every file under `dir`, found by plain `read_dir` recursion (not the
+    /// walk under test), as full paths sorted by their bytes: `find | sort`.
+    fn find_sorted(dir: &Path) -> Vec<Vec<u8>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    out.push(e.path().as_os_str().as_bytes().to_vec());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Names of one to three bytes from those that sort around `/` (0x2f):
+    /// space, `!`, `-`, `.`, `0`, letters of both cases and bytes above ASCII.
+    fn name() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::strategy::Strategy;
+        let bytes = vec![b' ', b'!', b'-', b'.', b'0', b'B', b'a', 0xc3, 0xff];
+        proptest::collection::vec(proptest::sample::select(bytes), 1..=3)
+            .prop_filter("not . or ..", |n| n != b"." && n != b"..")
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// The walk of one root gives `LC_ALL=C sort` order of the whole paths
+        /// by itself, directory by directory, before any sort of the plan: what a
+        /// walk that hashes as it goes needs. Several roots are sorted together.
+        #[test]
+        fn one_roots_walk_is_already_in_sort_order_of_the_whole_paths(
+            paths in proptest::collection::vec(proptest::collection::vec(name(), 1..=3), 1..24)
+        ) {
+            use proptest::prelude::*;
+            use std::os::unix::ffi::{OsStrExt, OsStringExt};
+            let dir = tempfile::tempdir().unwrap();
+            for (i, parts) in paths.iter().enumerate() {
+                let mut p = dir.path().join(["r1", "r2"][i % 2]);
+                for part in parts {
+                    p.push(std::ffi::OsString::from_vec(part.clone()));
+                }
+                // A name already taken by a file or a directory: not this one.
+                if fs::create_dir_all(p.parent().unwrap()).is_ok() && !p.exists() {
+                    fs::write(&p, b"").unwrap();
+                }
+            }
+            let filter = Filter::default();
+            let how = Walk { follow: false, sizes: false, filter: &filter };
+            for root in ["r1", "r2"].map(|r| dir.path().join(r)) {
+                if !root.exists() {
+                    continue;
+                }
+                let mut walked = Plan::default();
+                walk_root(&root, &how, &mut walked);
+                let got: Vec<Vec<u8>> =
+                    walked.files.iter().map(|f| f.path.as_os_str().as_bytes().to_vec()).collect();
+                prop_assert_eq!(got, find_sorted(&root));
+            }
+            let roots = [dir.path().join("r2"), dir.path().join("r1")];
+            let roots: Vec<PathBuf> = roots.into_iter().filter(|r| r.exists()).collect();
+            let all = everything(&roots, false, false);
+            let got: Vec<Vec<u8>> =
+                all.files.iter().map(|f| f.path.as_os_str().as_bytes().to_vec()).collect();
+            prop_assert_eq!(got, find_sorted(dir.path()));
+        }
+    }
 }
